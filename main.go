@@ -1,0 +1,244 @@
+// Command vramtop shows GPU memory live, warns before a card runs out, and
+// says what to do about it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui"
+)
+
+// version is set at build time: -ldflags "-X main.version=1.2.3".
+var version = "dev"
+
+// A command is a subcommand of vramtop: `vramtop NAME [flags]`.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; each cmd_*.go file registers its own.
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+// exitUsage is the exit status for bad flags or arguments.
+const exitUsage = 2
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if c, ok := commands[args[0]]; ok {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+		if args[0] == "help" {
+			usage(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "vramtop: unknown command %q (see vramtop --help)\n", args[0])
+		return exitUsage
+	}
+	return runTop(ctx, args, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "vramtop %s: GPU memory, live.\n\nUsage:\n  vramtop [flags]            the live view (a table when stdout is not a terminal)\n", version)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  vramtop %-18s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nFlags of the live view (vramtop COMMAND --help for a command's):\n")
+}
+
+// demoFlag is --demo (always), --demo=auto (when no GPU driver is found) or
+// --demo=false.
+type demoFlag string
+
+func (d *demoFlag) String() string   { return string(*d) }
+func (d *demoFlag) IsBoolFlag() bool { return true }
+func (d *demoFlag) Set(s string) error {
+	switch s {
+	case "true", "1", "on":
+		*d = "on"
+	case "false", "0", "off":
+		*d = ""
+	case "auto":
+		*d = "auto"
+	default:
+		return fmt.Errorf("want true, false or auto")
+	}
+	return nil
+}
+
+// sourceFlags are the flags of every command that samples GPUs.
+type sourceFlags struct {
+	demo     demoFlag
+	interval time.Duration
+	history  time.Duration
+}
+
+func (f *sourceFlags) add(fs *flag.FlagSet) {
+	fs.Var(&f.demo, "demo", "show the built-in demo GPUs (`auto`: only when no NVIDIA driver is found)")
+	fs.DurationVar(&f.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest)")
+	fs.DurationVar(&f.history, "history", sampler.DefaultHistory, "how much history to keep")
+}
+
+// open returns the source the flags ask for: NVML, or the demo.
+func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
+	if f.demo == "on" {
+		return sampler.NewDemo(time.Now()), nil
+	}
+	src, err := sampler.OpenNVML()
+	if err != nil && errors.Is(err, sampler.ErrNoDriver) && f.demo == "auto" {
+		fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
+		return sampler.NewDemo(time.Now()), nil
+	}
+	return src, err
+}
+
+// newSampler opens the source and a sampler over it. Errors are printed
+// as one line; the returned code is then non-zero.
+func (f *sourceFlags) newSampler(stderr io.Writer) (*sampler.Sampler, int) {
+	src, err := f.open(stderr)
+	if err != nil {
+		if errors.Is(err, sampler.ErrNoDriver) {
+			fmt.Fprintf(stderr, "vramtop: %v; is the NVIDIA driver installed? Try --demo to see the built-in demo\n", err)
+		} else {
+			fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		}
+		return nil, exitUsage
+	}
+	s, err := sampler.New(src, sampler.Config{Interval: f.interval, History: f.history})
+	if err != nil {
+		src.Close()
+		fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		return nil, exitUsage
+	}
+	return s, 0
+}
+
+// parse parses args into fs; help prints usage and returns 0, bad flags
+// return exitUsage. ok is true when the command should go on.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop", flag.ContinueOnError)
+	var sf sourceFlags
+	sf.add(fs)
+	once := fs.Bool("once", false, "print one sample as a table and exit")
+	asJSON := fs.Bool("json", false, "with --once: print one JSON document")
+	th := advisor.DefaultThresholds()
+	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
+	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
+	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		usage(stderr)
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "vramtop %s\n", version)
+		return 0
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vramtop: unexpected argument %q (see vramtop --help)\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := th.Validate(); err != nil {
+		fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON && !*once {
+		*once = true
+	}
+	s, code := sf.newSampler(stderr)
+	if s == nil {
+		return code
+	}
+	if !*once && !isTerminal(stdout) {
+		*once = true
+	}
+	if *once {
+		snap := s.Once()
+		s.Close()
+		var err error
+		if *asJSON {
+			err = writeJSON(stdout, snap)
+		} else {
+			err = ui.WriteTable(stdout, snap, th)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "vramtop: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	snaps := s.Subscribe()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	err := ui.Run(ctx, snaps, ui.Options{
+		Thresholds:  th,
+		Bell:        *bell,
+		SetInterval: s.SetInterval,
+		Version:     version,
+	})
+	cancel()
+	<-done
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}

@@ -1,0 +1,162 @@
+// Package sampler reads GPU memory from a Source (NVML, the demo, a
+// recording, a fleet) on a fixed cadence, keeps its history in ring buffers
+// and publishes immutable Snapshots for the screen, the exporter, the
+// recorder and the advisor.
+package sampler
+
+import (
+	"time"
+)
+
+// Snapshot is one published view of every device. It is a value: nothing in
+// it is written after it has been published, so any goroutine may read it.
+// The JSON form is the `vramtop --once --json` document.
+type Snapshot struct {
+	Time          time.Time `json:"time"`
+	Hostname      string    `json:"hostname"`
+	DriverVersion string    `json:"driver_version,omitempty"`
+	NVMLVersion   string    `json:"nvml_version,omitempty"`
+	CUDAVersion   string    `json:"cuda_version,omitempty"`
+	// Source names what produced the numbers: "nvml", "demo", "replay", "fleet".
+	Source string `json:"source"`
+	// Demo is true when the numbers are the built-in demo, not a real GPU.
+	Demo bool `json:"demo,omitempty"`
+	// Interval is the device-memory sampling interval in force.
+	Interval time.Duration `json:"-"`
+	Devices  []Device      `json:"devices"`
+	// Warnings are facts about the whole source a user should know
+	// (a driver that garbles process lists, a recovered panic, ...).
+	Warnings []string `json:"warnings,omitempty"`
+	// Err is set when the last poll as a whole failed; the devices then hold
+	// their last known values.
+	Err string `json:"error,omitempty"`
+	// Seq counts published snapshots (1 for the first).
+	Seq uint64 `json:"-"`
+}
+
+// Device is one GPU, or one MIG instance of a GPU. Optional values are nil
+// where the device does not support them: absent, never zero.
+type Device struct {
+	// ID is the stable key of the device in this source: "0" for GPU 0,
+	// "0/3" for GPU instance 3 of GPU 0 in MIG mode. Fleet IDs are
+	// prefixed with the host: "node1:0".
+	ID    string `json:"id"`
+	Index int    `json:"index"`
+	// Hostname is set when devices of several hosts share one snapshot (fleet).
+	Hostname string `json:"hostname,omitempty"`
+	Name     string `json:"name"`
+	UUID     string `json:"uuid,omitempty"`
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+
+	MemoryTotal uint64 `json:"memory_total_bytes"`
+	MemoryUsed  uint64 `json:"memory_used_bytes"`
+	MemoryFree  uint64 `json:"memory_free_bytes"`
+	// MemoryReserved is the driver's reservation (GetMemoryInfo_v2); nil
+	// where only the v1 call is supported.
+	MemoryReserved *uint64 `json:"memory_reserved_bytes,omitempty"`
+	// Unattributed is used memory that no listed process accounts for:
+	// processes in other containers or PID namespaces, leaked contexts, the
+	// driver. Nil when it cannot be computed (a process with unknown usage).
+	Unattributed *uint64 `json:"unattributed_bytes,omitempty"`
+
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
+	TemperatureC       *int     `json:"temperature_celsius,omitempty"`
+	PowerWatts         *float64 `json:"power_watts,omitempty"`
+
+	// MIGEnabled is true on a GPU in MIG mode; its memory and processes
+	// then belong to the MIG instances listed after it.
+	MIGEnabled bool     `json:"mig_enabled,omitempty"`
+	MIG        *MIGInfo `json:"mig,omitempty"`
+
+	Processes []Process `json:"processes"`
+
+	// Err marks a device that failed this poll (lost, no permission, ...);
+	// the other devices keep reporting.
+	Err string `json:"error,omitempty"`
+
+	// History is the device's used memory over the history window.
+	History Window `json:"-"`
+	// PeakUsed is the highest used memory seen in the history window.
+	PeakUsed uint64 `json:"peak_used_bytes,omitempty"`
+}
+
+// MIGInfo describes a MIG instance.
+type MIGInfo struct {
+	ParentIndex       int    `json:"parent_index"`
+	GPUInstanceID     int    `json:"gpu_instance_id"`
+	ComputeInstanceID int    `json:"compute_instance_id"`
+	Profile           string `json:"profile,omitempty"`
+}
+
+// Process is one process holding memory on one device.
+type Process struct {
+	PID uint32 `json:"pid"`
+	// User is the login name of the process's real UID; empty when the
+	// process is not visible from here.
+	User string  `json:"user,omitempty"`
+	UID  *uint32 `json:"uid,omitempty"`
+	// Command is the command line, arguments separated by spaces.
+	Command string `json:"command,omitempty"`
+	// UsedBytes is nil when the driver does not report it (shown as n/a).
+	UsedBytes *uint64 `json:"used_bytes,omitempty"`
+	// Type is "compute", "graphics" or "compute+graphics".
+	Type      string `json:"type"`
+	Container string `json:"container,omitempty"`
+	// Visible is false for a PID that NVML reports but /proc here does not
+	// show: it lives in another PID namespace (a container); naming it needs
+	// the host PID namespace.
+	Visible bool `json:"visible"`
+	// StartTime is when the process started (from /proc); zero if unknown.
+	StartTime time.Time `json:"start_time,omitzero"`
+	// UtilizationPercent is the process's SM utilization where known.
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
+
+	// Fields kept by the sampler across polls.
+	FirstSeen time.Time `json:"first_seen,omitzero"`
+	LastSeen  time.Time `json:"-"`
+	PeakBytes uint64    `json:"peak_bytes,omitempty"`
+	Exited    bool      `json:"exited,omitempty"`
+	History   Window    `json:"-"`
+}
+
+// Used returns the process's memory, 0 when unknown.
+func (p Process) Used() uint64 {
+	if p.UsedBytes == nil {
+		return 0
+	}
+	return *p.UsedBytes
+}
+
+// Key identifies a process across polls: a PID reused by a new process is a
+// new key.
+func (p Process) Key(deviceID string) ProcessKey {
+	return ProcessKey{Device: deviceID, PID: p.PID, Start: p.StartTime.UnixNano()}
+}
+
+// ProcessKey identifies a process on a device across polls.
+type ProcessKey struct {
+	Device string
+	PID    uint32
+	Start  int64
+}
+
+// UsedPercent is the device's used memory as a percentage of its total.
+func (d Device) UsedPercent() float64 {
+	if d.MemoryTotal == 0 {
+		return 0
+	}
+	return float64(d.MemoryUsed) / float64(d.MemoryTotal) * 100
+}
+
+// Device returns the device with the given ID.
+func (s Snapshot) Device(id string) (Device, bool) {
+	for _, d := range s.Devices {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return Device{}, false
+}
+
+// Ptr returns a pointer to v, for the optional fields.
+func Ptr[T any](v T) *T { return &v }
