@@ -1,0 +1,312 @@
+package advisor
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Situation is a set of situations a remedy applies to.
+type Situation uint8
+
+const (
+	// Training: a training process is near full or ran out.
+	Training Situation = 1 << iota
+	// Inference: an inference (serving, evaluation) process.
+	Inference
+	// Fragmentation: the framework's cache holds much memory it has not
+	// allocated (reserved but unallocated).
+	Fragmentation
+	// Tenants: memory is held by other processes or users on the card.
+	Tenants
+	// TensorFlow: TensorFlow grabs nearly all memory up front.
+	TensorFlow
+	// Habits: code habits that keep memory alive needlessly; no estimate.
+	Habits
+)
+
+// SavingKind says how a remedy's saving is computed from the memory it acts on.
+type SavingKind uint8
+
+const (
+	// SavingNone: the remedy has no figure in the table; no bytes are estimated.
+	SavingNone SavingKind = iota
+	// SavingFraction: a fraction of the process's memory.
+	SavingFraction
+	// SavingUpTo: at most a fraction of the process's memory (the table's
+	// figure is of one part of it, e.g. the activations).
+	SavingUpTo
+	// SavingDevices: divides the process's memory by the number of devices
+	// (estimated with two).
+	SavingDevices
+	// SavingHeld: up to the memory named by the caller (the cache's unused
+	// blocks, another tenant's memory).
+	SavingHeld
+)
+
+// Remedy is one row of the remediation table (../shared/OOM.md).
+type Remedy struct {
+	// Key is a stable identifier ("mixed_precision").
+	Key  string
+	Name string
+	// Kind and Fraction define the saving; Fraction is of the process's
+	// memory (0.3 for ~30%).
+	Kind     SavingKind
+	Fraction float64
+	// SavingWords is the table's wording of the saving ("~50% of activations").
+	SavingWords string
+	Cost        string
+	Effort      string
+	How         string
+	Applies     Situation
+}
+
+// The remediation table. Within a situation the escalation order is the
+// order of this list.
+var remedyTable = []Remedy{
+	{
+		Key: "inference_mode", Name: "torch.inference_mode() / no_grad",
+		Kind: SavingNone, SavingWords: "the autograd graph and saved activations",
+		Cost: "none", Effort: "easy",
+		How:     "wrap inference in with torch.inference_mode(): (or torch.no_grad())",
+		Applies: Inference,
+	},
+	{
+		Key: "smaller_batch", Name: "halve the batch size",
+		Kind: SavingUpTo, Fraction: 0.5, SavingWords: "~50% of activations",
+		Cost: "none per sample, more steps", Effort: "easy",
+		How:     "halve batch_size (also the sequence length, where it drives memory)",
+		Applies: Training | Inference,
+	},
+	{
+		Key: "gradient_accumulation", Name: "gradient accumulation (keep the effective batch)",
+		Kind: SavingUpTo, Fraction: 0.5, SavingWords: "that of the smaller batch (~50% of activations)",
+		Cost: "more steps per update, same effective batch", Effort: "easy",
+		How:     "run k micro-batches of batch/k, divide the loss by k, call optimizer.step() and zero_grad() every k backward passes",
+		Applies: Training,
+	},
+	{
+		Key: "mixed_precision", Name: "mixed precision (autocast + GradScaler)",
+		Kind: SavingFraction, Fraction: 0.3, SavingWords: "~30%",
+		Cost: "slight", Effort: "medium",
+		How:     "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (float16 needs torch.amp.GradScaler)",
+		Applies: Training,
+	},
+	{
+		Key: "gradient_checkpointing", Name: "gradient checkpointing",
+		Kind: SavingFraction, Fraction: 0.5, SavingWords: "~50%",
+		Cost: "~30% more time", Effort: "medium",
+		How:     "torch.utils.checkpoint.checkpoint(block, x) around blocks, or model.gradient_checkpointing_enable() (Hugging Face)",
+		Applies: Training,
+	},
+	{
+		Key: "model_parallelism", Name: "model parallelism or ZeRO sharding",
+		Kind: SavingDevices, SavingWords: "divides by the number of devices",
+		Cost: "communication", Effort: "hard",
+		How:     "FSDP or DeepSpeed ZeRO (stage 2/3) shards optimizer state, gradients and parameters; tensor or pipeline parallelism splits the layers",
+		Applies: Training,
+	},
+	{
+		Key: "quantization", Name: "8-bit quantization",
+		Kind: SavingFraction, Fraction: 0.75, SavingWords: "~75%",
+		Cost: "some accuracy loss", Effort: "fairly hard",
+		How:     "torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8), or load the weights in 8 bits",
+		Applies: Inference,
+	},
+	{
+		Key: "split_model", Name: "split the model across devices",
+		Kind: SavingDevices, SavingWords: "divides by the number of devices",
+		Cost: "communication", Effort: "hard",
+		How:     "device_map=\"auto\" (Accelerate), or tensor / pipeline parallelism",
+		Applies: Inference,
+	},
+	{
+		Key: "expandable_segments", Name: "expandable segments (against fragmentation)",
+		Kind: SavingHeld, SavingWords: "up to the memory reserved but unallocated",
+		Cost: "none", Effort: "easy",
+		How:     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+		Applies: Fragmentation,
+	},
+	{
+		Key: "max_split_size", Name: "max_split_size_mb (older PyTorch)",
+		Kind: SavingHeld, SavingWords: "up to the memory reserved but unallocated",
+		Cost: "slight", Effort: "easy",
+		How:     "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (try 64-512)",
+		Applies: Fragmentation,
+	},
+	{
+		Key: "another_gpu", Name: "use a freer GPU",
+		Kind: SavingHeld, SavingWords: "the memory other processes hold here",
+		Cost: "none", Effort: "easy",
+		How:     "CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py",
+		Applies: Tenants,
+	},
+	{
+		Key: "ask_tenant", Name: "ask the other user to free the card",
+		Kind: SavingHeld, SavingWords: "the memory other processes hold here",
+		Cost: "none", Effort: "a message",
+		How:     "vramtop shows who holds the memory; their idle processes can call torch.cuda.empty_cache() or exit",
+		Applies: Tenants,
+	},
+	{
+		Key: "tf_memory_growth", Name: "TensorFlow memory growth",
+		Kind: SavingNone, SavingWords: "stops TensorFlow from taking nearly all memory up front",
+		Cost: "none", Effort: "easy",
+		How:     "tf.config.experimental.set_memory_growth(gpu, True) for each GPU, before any op (or TF_FORCE_GPU_ALLOW_GROWTH=true)",
+		Applies: TensorFlow,
+	},
+	{
+		Key: "tf_memory_limit", Name: "TensorFlow memory limit",
+		Kind: SavingNone, SavingWords: "caps what this process takes",
+		Cost: "none", Effort: "easy",
+		How:     "tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=MiB)])",
+		Applies: TensorFlow,
+	},
+	{
+		Key: "release_references", Name: "keep no memory alive needlessly",
+		Kind: SavingNone, SavingWords: "what stale references hold",
+		Cost: "none", Effort: "easy",
+		How:     "optimizer.zero_grad() every step; log loss.item(), not loss; del big intermediates; memory that grows every step is a leak",
+		Applies: Habits,
+	},
+	{
+		Key: "empty_cache", Name: "return cached blocks to the driver",
+		Kind: SavingNone, SavingWords: "frees cache for other processes, not this process's live tensors",
+		Cost: "slower next allocations", Effort: "easy",
+		How:     "gc.collect(); torch.cuda.empty_cache()",
+		Applies: Habits,
+	},
+}
+
+// Remedies returns the remediation table rows that apply to any of the
+// situations in s, in escalation order. The slice is a copy.
+func Remedies(s Situation) []Remedy {
+	var out []Remedy
+	for _, r := range remedyTable {
+		if r.Applies&s != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Estimate translates the remedy's saving into bytes of the memory it acts
+// on: the process's memory for fractions and device splits, the held memory
+// (cache, other tenants) for SavingHeld. A zero base gives the wording only.
+func (r Remedy) Estimate(base uint64) RemedyEstimate {
+	e := RemedyEstimate{Name: r.Name, Saving: r.SavingWords, Cost: r.Cost, Effort: r.Effort, How: r.How}
+	if base == 0 {
+		if r.Kind != SavingNone {
+			e.Saving += " (estimate)"
+		}
+		return e
+	}
+	switch r.Kind {
+	case SavingFraction:
+		e.SavingBytes = uint64(float64(base) * r.Fraction)
+		e.Saving = fmt.Sprintf("%s ≈ %s of %s (estimate)", r.SavingWords, FormatBytes(e.SavingBytes), FormatBytes(base))
+	case SavingUpTo:
+		e.SavingBytes = uint64(float64(base) * r.Fraction)
+		e.Saving = fmt.Sprintf("%s, at most ≈ %s of %s (estimate)", r.SavingWords, FormatBytes(e.SavingBytes), FormatBytes(base))
+	case SavingDevices:
+		e.SavingBytes = base / 2
+		e.Saving = fmt.Sprintf("%s: ≈ %s of %s with 2 (estimate)", r.SavingWords, FormatBytes(e.SavingBytes), FormatBytes(base))
+	case SavingHeld:
+		e.SavingBytes = base
+		e.Saving = fmt.Sprintf("%s: up to %s (estimate)", r.SavingWords, FormatBytes(base))
+	}
+	return e
+}
+
+func estimates(s Situation, base uint64) []RemedyEstimate {
+	rs := Remedies(s)
+	out := make([]RemedyEstimate, len(rs))
+	for i, r := range rs {
+		out[i] = r.Estimate(base)
+	}
+	return out
+}
+
+// TrainingRemedies returns the training remedies in escalation order
+// (smaller batch, gradient accumulation, mixed precision, gradient
+// checkpointing, model parallelism / ZeRO), each saving translated into
+// bytes of a process holding processBytes (0: unknown, wording only).
+func TrainingRemedies(processBytes uint64) []RemedyEstimate {
+	return estimates(Training, processBytes)
+}
+
+// InferenceRemedies returns the inference remedies in order (inference
+// mode, smaller batch, 8-bit quantization, splitting the model), savings in
+// bytes of a process holding processBytes.
+func InferenceRemedies(processBytes uint64) []RemedyEstimate {
+	return estimates(Inference, processBytes)
+}
+
+// FragmentationRemedies returns the allocator settings against
+// fragmentation; their saving is up to the reserved-but-unallocated memory.
+func FragmentationRemedies(reservedUnallocated uint64) []RemedyEstimate {
+	return estimates(Fragmentation, reservedUnallocated)
+}
+
+// TenantRemedies returns the remedies for memory held by others on the
+// card (otherBytes of it). freerGPU, when not empty, names a freer GPU's
+// index, used in place of $(vramtop pick).
+func TenantRemedies(otherBytes uint64, freerGPU string) []RemedyEstimate {
+	out := estimates(Tenants, otherBytes)
+	if freerGPU != "" {
+		for i := range out {
+			out[i].How = strings.ReplaceAll(out[i].How, "$(vramtop pick)", freerGPU)
+		}
+	}
+	return out
+}
+
+// TensorFlowRemedies returns memory growth and a memory limit.
+func TensorFlowRemedies() []RemedyEstimate { return estimates(TensorFlow, 0) }
+
+// HabitRemedies returns the code habits that keep memory alive needlessly.
+func HabitRemedies() []RemedyEstimate { return estimates(Habits, 0) }
+
+// RankRemedies orders remedies by whether their estimated saving covers
+// the shortfall: those that cover it first, then the rest, each group in
+// its given (escalation) order, and marks those that cover it. With a zero
+// shortfall (unknown or none) the order is kept and none is marked.
+func RankRemedies(list []RemedyEstimate, shortfall uint64) []RemedyEstimate {
+	out := make([]RemedyEstimate, 0, len(list))
+	if shortfall == 0 {
+		for _, r := range list {
+			r.Covers = false
+			out = append(out, r)
+		}
+		return out
+	}
+	var rest []RemedyEstimate
+	for _, r := range list {
+		r.Covers = r.SavingBytes >= shortfall
+		if r.Covers {
+			out = append(out, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return append(out, rest...)
+}
+
+// FormatBytes writes a size in the largest binary unit that keeps it at
+// least 1 (B, KiB, MiB, GiB, TiB), with at most two decimals: "21 GiB",
+// "1.5 MiB", "512 B".
+func FormatBytes(b uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	if b < 1024 {
+		return strconv.FormatUint(b, 10) + " B"
+	}
+	v := float64(b)
+	i := 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " " + units[i]
+}
