@@ -75,6 +75,8 @@ type devState struct {
 	last MemSample
 	seen bool
 	err  error // from the last process listing
+	// recentPeak is the highest used value since the last publish.
+	recentPeak uint64
 }
 
 type procState struct {
@@ -254,6 +256,9 @@ func (s *Sampler) poll(now time.Time) {
 			m := s.memBuf[i]
 			if m.Err == nil {
 				d.ring.Push(now, m.Used)
+				if m.Used > d.recentPeak {
+					d.recentPeak = m.Used
+				}
 			}
 			d.last = m
 			d.seen = true
@@ -398,6 +403,8 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			History: d.ring.Window(),
 		}
 		dev.PeakUsed = dev.History.Max()
+		dev.RecentPeakUsed = d.recentPeak
+		d.recentPeak = 0
 		m := d.last
 		if d.seen {
 			dev.MemoryTotal, dev.MemoryUsed, dev.MemoryFree = m.Total, m.Used, m.Free

@@ -78,6 +78,10 @@ type Device struct {
 	History Window `json:"-"`
 	// PeakUsed is the highest used memory seen in the history window.
 	PeakUsed uint64 `json:"peak_used_bytes,omitempty"`
+	// RecentPeakUsed is the highest used memory sampled since the previous
+	// snapshot: with fast sampling, a spike shorter than the publishing
+	// interval still shows here (and in History).
+	RecentPeakUsed uint64 `json:"memory_used_recent_peak_bytes,omitempty"`
 }
 
 // MIGInfo describes a MIG instance.
