@@ -1,0 +1,251 @@
+package sampler
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fixtureProc = "testdata/proc"
+
+// fixtureBoot is the btime of testdata/proc/stat.
+var fixtureBoot = time.Unix(1700000000, 0)
+
+func TestProcReaderFixtures(t *testing.T) {
+	r := NewProcReader(fixtureProc)
+	tests := []struct {
+		pid       uint32
+		user      string
+		uid       uint32
+		command   string
+		container string
+		start     time.Time
+	}{
+		// cgroup v2, Docker scope; NUL-separated arguments, trailing NUL.
+		{1001, "root", 0, "python3 train.py --epochs 10", "3f4e5d6c7b8a", fixtureBoot.Add(5000 * time.Second)},
+		// comm with spaces and parentheses, empty cmdline; cgroup v1 kubepods.
+		{1002, "root", 0, "[a) b (c]", "a1b2c3d4e5f6", fixtureBoot.Add(1234560 * time.Millisecond)},
+		// a UID no user database knows; cgroup v2 cri-containerd under kubepods.slice.
+		{1003, "4000123", 4000123, "/usr/lib/xorg/Xorg :0 -nolisten tcp", "0123456789ab", fixtureBoot.Add(420 * time.Millisecond)},
+		// rewritten title padded with NULs; rootless Podman.
+		{1004, "root", 0, "vllm serve  --port 8000", "fedcba987654", fixtureBoot.Add(9000 * time.Second)},
+		// a login session: no container.
+		{1005, "root", 0, "/opt/conda/bin/python -m jupyter lab", "", fixtureBoot.Add(7000 * time.Second)},
+		// Podman's conmon runs beside the container, not in it.
+		{1006, "root", 0, "/usr/bin/conmon --api-version 1", "", fixtureBoot.Add(8000 * time.Second)},
+	}
+	for _, tt := range tests {
+		got := r.Lookup(tt.pid)
+		if !got.Visible {
+			t.Errorf("pid %d: not visible", tt.pid)
+		}
+		if !got.HasUID || got.UID != tt.uid || got.User != tt.user {
+			t.Errorf("pid %d: uid %d (has %v) user %q, want %d %q", tt.pid, got.UID, got.HasUID, got.User, tt.uid, tt.user)
+		}
+		if got.Command != tt.command {
+			t.Errorf("pid %d: command %q, want %q", tt.pid, got.Command, tt.command)
+		}
+		if got.Container != tt.container {
+			t.Errorf("pid %d: container %q, want %q", tt.pid, got.Container, tt.container)
+		}
+		if !got.StartTime.Equal(tt.start) {
+			t.Errorf("pid %d: start %v, want %v", tt.pid, got.StartTime, tt.start)
+		}
+	}
+}
+
+func TestProcReaderMissingPID(t *testing.T) {
+	r := NewProcReader(fixtureProc)
+	got := r.Lookup(4242)
+	if got.Visible || got.Command != "" || got.User != "" || got.HasUID || !got.StartTime.IsZero() {
+		t.Fatalf("pid absent from /proc: got %+v, want an invisible process with nothing known", got)
+	}
+}
+
+// copyProc copies the fixtures to a directory the test may change.
+func copyProc(t testing.TB) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(fixtureProc, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(fixtureProc, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func writeFile(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProcReaderCachesPerStartTime(t *testing.T) {
+	root := copyProc(t)
+	r := NewProcReader(root)
+	first := r.Lookup(1001)
+	r.Prune()
+
+	// Same process (same start time): its command line is not read again.
+	writeFile(t, filepath.Join(root, "1001", "cmdline"), "changed\x00")
+	if got := r.Lookup(1001); got.Command != first.Command {
+		t.Fatalf("known process re-read: command %q, want cached %q", got.Command, first.Command)
+	}
+	r.Prune()
+
+	// The PID reused by a new process (another start time): read afresh.
+	stat, err := os.ReadFile(filepath.Join(root, "1001", "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "1001", "stat"), strings.Replace(string(stat), " 500000 ", " 600000 ", 1))
+	got := r.Lookup(1001)
+	if got.Command != "changed" {
+		t.Fatalf("reused PID: command %q, want the new process's %q", got.Command, "changed")
+	}
+	if want := fixtureBoot.Add(6000 * time.Second); !got.StartTime.Equal(want) {
+		t.Fatalf("reused PID: start %v, want %v", got.StartTime, want)
+	}
+}
+
+func TestProcReaderPruneEvicts(t *testing.T) {
+	r := NewProcReader(fixtureProc)
+	r.Lookup(1001)
+	r.Lookup(1002)
+	r.Prune()
+	r.Lookup(1001)
+	r.Prune()
+	if r.Len() != 1 {
+		t.Fatalf("after a sweep listing only pid 1001, %d processes cached, want 1", r.Len())
+	}
+	r.Prune()
+	if r.Len() != 0 {
+		t.Fatalf("after a sweep listing nothing, %d processes cached, want 0", r.Len())
+	}
+}
+
+func TestProcReaderProcessGone(t *testing.T) {
+	root := copyProc(t)
+	r := NewProcReader(root)
+	if !r.Lookup(1005).Visible {
+		t.Fatal("pid 1005 not visible")
+	}
+	r.Prune()
+	if err := os.RemoveAll(filepath.Join(root, "1005")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Lookup(1005); got.Visible || got.Command != "" {
+		t.Fatalf("after /proc/1005 vanished: %+v, want invisible", got)
+	}
+}
+
+func TestProcReaderUserLookupsCached(t *testing.T) {
+	r := NewProcReader(fixtureProc)
+	calls := map[uint32]int{}
+	r.lookupUID = func(uid uint32) (string, error) {
+		calls[uid]++
+		if uid == 0 {
+			return "root", nil
+		}
+		return "", errors.New("unknown user")
+	}
+	clock := time.Unix(1800000000, 0)
+	r.now = func() time.Time { return clock }
+	for range 3 {
+		for _, pid := range []uint32{1001, 1002, 1003, 1004} {
+			r.Lookup(pid)
+		}
+		// Forget the processes so every sweep resolves their users again.
+		r.Prune()
+		r.Prune()
+	}
+	if calls[0] != 1 || calls[4000123] != 1 {
+		t.Fatalf("user lookups %v, want one per UID", calls)
+	}
+	// A failed lookup is retried after a while (a directory service may
+	// have been down), a successful one is not.
+	clock = clock.Add(userRetry + time.Second)
+	r.Lookup(1001)
+	r.Lookup(1003)
+	if calls[0] != 1 || calls[4000123] != 2 {
+		t.Fatalf("after %v: user lookups %v, want root cached and 4000123 retried", userRetry, calls)
+	}
+}
+
+func TestContainerID(t *testing.T) {
+	const id = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
+	tests := []struct {
+		name, cgroup, want string
+	}{
+		{"docker v1", "12:memory:/docker/" + id + "\n", "3f4e5d6c7b8a"},
+		{"docker v2", "0::/system.slice/docker-" + id + ".scope\n", "3f4e5d6c7b8a"},
+		{"containerd v2", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-" + id + ".scope\n", "3f4e5d6c7b8a"},
+		{"cri-o v2", "0::/kubepods.slice/kubepods-pod1.slice/crio-" + id + ".scope\n", "3f4e5d6c7b8a"},
+		{"kubepods v1", "3:cpuset:/kubepods/besteffort/pod1234/" + id + "\n", "3f4e5d6c7b8a"},
+		{"podman", "0::/machine.slice/libpod-" + id + ".scope\n", "3f4e5d6c7b8a"},
+		{"host session", "0::/user.slice/user-1000.slice/session-2.scope\n", ""},
+		{"root", "0::/\n", ""},
+		{"short hex is no id", "0::/system.slice/docker-3f4e5d6c7b8a.scope\n", ""},
+		{"upper-case hex is no id", "0::/docker/" + strings.ToUpper(id) + "\n", ""},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		if got := containerID([]byte(tt.cgroup)); got != tt.want {
+			t.Errorf("%s: containerID(%q) = %q, want %q", tt.name, tt.cgroup, got, tt.want)
+		}
+	}
+}
+
+func TestStatParsing(t *testing.T) {
+	tests := []struct {
+		stat  string
+		start uint64
+		comm  string
+		ok    bool
+	}{
+		{"1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 17 1000 100", 17, "systemd", true},
+		// A comm that looks like the rest of the line.
+		{"7 (x) S 1 (y) R 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 99 1000 100", 99, "x) S 1 (y", true},
+		{"8 (short) S 1 2", 0, "short", false},
+		{"garbage", 0, "", false},
+	}
+	for _, tt := range tests {
+		start, ok := parseStatStart([]byte(tt.stat))
+		if ok != tt.ok || start != tt.start {
+			t.Errorf("parseStatStart(%q) = %d, %v; want %d, %v", tt.stat, start, ok, tt.start, tt.ok)
+		}
+		if comm, _ := statComm([]byte(tt.stat)); comm != tt.comm {
+			t.Errorf("statComm(%q) = %q, want %q", tt.stat, comm, tt.comm)
+		}
+	}
+}
+
+func TestCmdlineString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a\x00b c\x00d\x00", "a b c d"},
+		{"single", "single"},
+		{"\x00\x00", ""},
+		{"evil\nname\x00\x1b[31m\x00", "evil?name ?[31m"},
+	}
+	for _, tt := range tests {
+		if got := cmdlineString([]byte(tt.in)); got != tt.want {
+			t.Errorf("cmdlineString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
