@@ -187,9 +187,9 @@ func (w Window) Each(f func(t time.Time, v uint64)) {
 // Buckets splits [from, to) into n equal spans and returns the largest value
 // sampled in each: a consumer drawing n columns gets the peak of each
 // column, so a short spike the sampler saw is never averaged away. A span
-// with no sample is NaN.
+// with no sample is NaN. n <= 0 gives no buckets.
 func (w Window) Buckets(from, to time.Time, n int) []float64 {
-	out := make([]float64, n)
+	out := make([]float64, max(n, 0))
 	w.BucketsInto(out, from, to)
 	return out
 }
