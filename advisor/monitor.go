@@ -1,0 +1,157 @@
+package advisor
+
+import (
+	"sync"
+	"time"
+
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// Monitor keeps the state the rules need across snapshots: the threshold
+// level in force on each device (hysteresis), whether a time-to-full
+// forecast is firing, how long each process has been idle, and when each
+// alert started. It is safe for concurrent use; feed it snapshots in time
+// order.
+type Monitor struct {
+	cfg Config
+
+	mu    sync.Mutex
+	gen   uint64
+	devs  map[string]*devMemory
+	idle  map[sampler.ProcessKey]*idleMemory
+	since map[alertKey]*sinceMemory
+	buf   []finding
+}
+
+type devMemory struct {
+	gen   uint64
+	level int
+	trend bool
+}
+
+type idleMemory struct {
+	gen   uint64
+	since time.Time
+}
+
+type alertKey struct {
+	rule string
+	dev  string
+	pid  uint32
+}
+
+type sinceMemory struct {
+	gen uint64
+	at  time.Time
+}
+
+// NewMonitor returns a monitor for cfg; zero fields of cfg take the
+// defaults (validate the user's part of it with Config.Validate first).
+func NewMonitor(cfg Config) *Monitor {
+	return &Monitor{
+		cfg:   cfg.WithDefaults(),
+		devs:  map[string]*devMemory{},
+		idle:  map[sampler.ProcessKey]*idleMemory{},
+		since: map[alertKey]*sinceMemory{},
+	}
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (m *Monitor) Config() Config { return m.cfg }
+
+// Observe evaluates every rule on snap and returns the alerts in force,
+// most severe first (then in the order of Rules, by device, by PID).
+func (m *Monitor) Observe(snap sampler.Snapshot) []Alert {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fs := m.observe(&snap)
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]Alert, len(fs))
+	for i := range fs {
+		out[i] = fs[i].Alert
+	}
+	return out
+}
+
+// observe runs the rules, records their state and returns the findings
+// (valid until the next call).
+func (m *Monitor) observe(snap *sampler.Snapshot) []finding {
+	m.gen++
+	st := monitorState{m}
+	fs, levels := evaluate(snap, m.cfg, st, m.buf[:0])
+	m.buf = fs
+	for i := range snap.Devices {
+		id := snap.Devices[i].ID
+		dm := m.devs[id]
+		if dm == nil {
+			dm = &devMemory{}
+			m.devs[id] = dm
+		}
+		dm.gen = m.gen
+		dm.level = max(levels[i], 0)
+		dm.trend = false
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Rule == RuleTimeToFull {
+			m.devs[f.DeviceID].trend = true
+		}
+		k := alertKey{f.Rule, f.DeviceID, f.PID}
+		sm := m.since[k]
+		if sm == nil {
+			sm = &sinceMemory{at: snap.Time}
+			m.since[k] = sm
+		}
+		sm.gen = m.gen
+		f.Since = sm.at
+	}
+	for k, v := range m.devs {
+		if v.gen != m.gen {
+			delete(m.devs, k)
+		}
+	}
+	for k, v := range m.idle {
+		if v.gen != m.gen {
+			delete(m.idle, k)
+		}
+	}
+	for k, v := range m.since {
+		if v.gen != m.gen {
+			delete(m.since, k)
+		}
+	}
+	return fs
+}
+
+// monitorState is the Monitor as the rules see it.
+type monitorState struct{ m *Monitor }
+
+func (s monitorState) level(dev string) int {
+	if d := s.m.devs[dev]; d != nil {
+		return d.level
+	}
+	return 0
+}
+
+func (s monitorState) trending(dev string) bool {
+	d := s.m.devs[dev]
+	return d != nil && d.trend
+}
+
+func (s monitorState) idleFor(k sampler.ProcessKey, idle bool, now time.Time) time.Duration {
+	im := s.m.idle[k]
+	if !idle {
+		if im != nil {
+			delete(s.m.idle, k)
+		}
+		return 0
+	}
+	if im == nil {
+		im = &idleMemory{since: now}
+		s.m.idle[k] = im
+	}
+	im.gen = s.m.gen
+	return now.Sub(im.since)
+}

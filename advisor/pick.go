@@ -1,0 +1,184 @@
+package advisor
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// PickOptions are what `vramtop pick` asks for.
+type PickOptions struct {
+	// MinFree is the least free memory a device must have (0: any).
+	MinFree uint64
+	// Count is how many devices are wanted (at least 1).
+	Count int
+}
+
+// Pick is one chosen device.
+type Pick struct {
+	DeviceID string
+	Index    int
+	// Value names the device in CUDA_VISIBLE_DEVICES: its index, or a MIG
+	// instance's UUID ("MIG-...") where known, else its ID.
+	Value string
+	Free  uint64
+}
+
+// ErrNoneQualifies is wrapped by PickDevices when too few devices qualify.
+var ErrNoneQualifies = errors.New("no GPU qualifies")
+
+// pickable is true for devices a job can be sent to: not a MIG parent (its
+// instances are listed), not failed, read at least once, on this host.
+func pickable(d *sampler.Device) bool {
+	return !d.MIGEnabled && d.Err == "" && d.MemoryTotal > 0
+}
+
+// freerThan orders devices for picking: more free memory first, then fewer
+// processes, then the lower index and ID.
+func freerThan(a, b *sampler.Device) bool {
+	if a.MemoryFree != b.MemoryFree {
+		return a.MemoryFree > b.MemoryFree
+	}
+	if na, nb := liveProcesses(a), liveProcesses(b); na != nb {
+		return na < nb
+	}
+	if a.Index != b.Index {
+		return a.Index < b.Index
+	}
+	return a.ID < b.ID
+}
+
+func liveProcesses(d *sampler.Device) int {
+	n := 0
+	for j := range d.Processes {
+		if !d.Processes[j].Exited {
+			n++
+		}
+	}
+	return n
+}
+
+// VisibleDevicesValue is how CUDA_VISIBLE_DEVICES names d: the index of a
+// whole GPU (NVML's PCI order: on hosts with mixed GPU models set
+// CUDA_DEVICE_ORDER=PCI_BUS_ID too), the UUID of a MIG instance where known,
+// else its ID.
+func VisibleDevicesValue(d *sampler.Device) string {
+	if d.MIG != nil {
+		if strings.HasPrefix(d.UUID, "MIG-") {
+			return d.UUID
+		}
+		return d.ID
+	}
+	return strconv.Itoa(d.Index)
+}
+
+// PickDevices returns the freest devices of snap, freest first: opt.Count
+// of them, each with at least opt.MinFree free. MIG parents and failed
+// devices are skipped; MIG instances compete as devices of their own. When
+// fewer than opt.Count qualify the error (wrapping ErrNoneQualifies) says
+// how many did and what the freest has.
+func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
+	if opt.Count < 1 {
+		opt.Count = 1
+	}
+	var cands []*sampler.Device
+	for i := range snap.Devices {
+		d := &snap.Devices[i]
+		if !pickable(d) || d.Hostname != "" && d.Hostname != snap.Hostname {
+			continue
+		}
+		cands = append(cands, d)
+	}
+	if len(cands) == 0 {
+		if snap.Err != "" {
+			return nil, fmt.Errorf("%w: reading the GPUs failed: %s", ErrNoneQualifies, snap.Err)
+		}
+		return nil, fmt.Errorf("%w: no usable GPU found", ErrNoneQualifies)
+	}
+	// Insertion sort: a handful of devices, and no allocation for a closure.
+	for i := 1; i < len(cands); i++ {
+		for j := i; j > 0 && freerThan(cands[j], cands[j-1]); j-- {
+			cands[j], cands[j-1] = cands[j-1], cands[j]
+		}
+	}
+	var picks []Pick
+	for _, d := range cands {
+		if d.MemoryFree < opt.MinFree || d.MemoryFree == 0 {
+			break // sorted: the rest have less
+		}
+		if len(picks) == opt.Count {
+			break
+		}
+		picks = append(picks, Pick{DeviceID: d.ID, Index: d.Index, Value: VisibleDevicesValue(d), Free: d.MemoryFree})
+	}
+	if len(picks) < opt.Count {
+		f := cands[0]
+		need := "free memory"
+		if opt.MinFree > 0 {
+			need = "at least " + FormatBytes(opt.MinFree) + " free"
+		}
+		if len(picks) == 0 {
+			return nil, fmt.Errorf("%w: no GPU has %s (the freest, %s, has %s)", ErrNoneQualifies, need, gpuName(f), FormatBytes(f.MemoryFree))
+		}
+		return nil, fmt.Errorf("%w: %d GPUs asked, only %d %s %s", ErrNoneQualifies, opt.Count, len(picks), plural(len(picks), "has", "have"), need)
+	}
+	return picks, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// JoinPicks writes picks as a CUDA_VISIBLE_DEVICES value: "2,0".
+func JoinPicks(picks []Pick) string {
+	vs := make([]string, len(picks))
+	for i, p := range picks {
+		vs[i] = p.Value
+	}
+	return strings.Join(vs, ",")
+}
+
+var sizeUnits = map[string]uint64{
+	"": 1, "b": 1,
+	"k": oneKiB, "kb": oneKiB, "kib": oneKiB,
+	"m": oneMiB, "mb": oneMiB, "mib": oneMiB,
+	"g": oneGiB, "gb": oneGiB, "gib": oneGiB,
+	"t": oneTiB, "tb": oneTiB, "tib": oneTiB,
+}
+
+// ParseByteSize reads a size as given on the command line: a plain byte
+// count ("1073741824") or a number with a binary unit ("20GiB", "20G",
+// "512MiB", "1.5TiB", "4 GB"); units are powers of 2 whether written KiB,
+// KB or K, in any case. A fraction of a byte is dropped.
+func ParseByteSize(s string) (uint64, error) {
+	in := strings.TrimSpace(s)
+	i := 0
+	for i < len(in) && (in[i] >= '0' && in[i] <= '9' || in[i] == '.') {
+		i++
+	}
+	num, unit := in[:i], strings.ToLower(strings.TrimSpace(in[i:]))
+	mult, ok := sizeUnits[unit]
+	if num == "" || num == "." || strings.Count(num, ".") > 1 || !ok {
+		return 0, fmt.Errorf("invalid size %q: want a number of bytes, or a number with a unit (B, KiB, MiB, GiB, TiB; K, M, G, T)", s)
+	}
+	if mult == 1 && strings.Contains(num, ".") {
+		return 0, fmt.Errorf("invalid size %q: a byte count is a whole number", s)
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	r.Mul(r, new(big.Rat).SetInt(new(big.Int).SetUint64(mult)))
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	if !n.IsUint64() {
+		return 0, fmt.Errorf("invalid size %q: too large", s)
+	}
+	return n.Uint64(), nil
+}
