@@ -200,6 +200,10 @@ func (s *Sampler) Run(ctx context.Context) error {
 		case d := <-s.setIntvl:
 			s.interval = d
 			s.forcePub = true
+			// Schedule from the next tick, not from the old cadence:
+			// otherwise the new interval starts only after the old one
+			// has run out.
+			next = time.Time{}
 			if !timer.Stop() {
 				select {
 				case <-timer.C:
@@ -296,6 +300,12 @@ func (s *Sampler) loadInfo() {
 		d := s.devByID[di.ID]
 		if d == nil {
 			d = &devState{ring: NewRing(capacity)}
+			if bf, ok := s.src.(Backfiller); ok {
+				times, values := bf.Backfill(di.ID)
+				for j := range min(len(times), len(values)) {
+					d.ring.Push(times[j], values[j])
+				}
+			}
 			s.devByID[di.ID] = d
 		}
 		d.info = di
