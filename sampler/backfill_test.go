@@ -23,7 +23,7 @@ func (b *backfillSource) ReadProcesses(now time.Time, buf []ProcSample, errs []e
 	return buf[:0], nil
 }
 func (b *backfillSource) ReadProcessUtilization(time.Time, map[UtilKey]float64) error { return nil }
-func (b *backfillSource) Close() error                                                 { return nil }
+func (b *backfillSource) Close() error                                                { return nil }
 func (b *backfillSource) Backfill(id string) ([]time.Time, []uint64) {
 	b.asked = append(b.asked, id)
 	return b.past, b.pastV
