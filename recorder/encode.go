@@ -1,0 +1,164 @@
+package recorder
+
+import (
+	"slices"
+	"time"
+
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// seriesKey names one history series: a device, or a process on a device.
+type seriesKey struct {
+	dev   string
+	pid   uint32
+	start int64
+	proc  bool
+}
+
+// Encoder turns a stream of Snapshots into header and record lines. It
+// remembers the last history sample written for each series so each line
+// carries only the new ones.
+type Encoder struct {
+	history, interval time.Duration
+	program           string
+	// last holds the time of the newest sample written per series.
+	last map[seriesKey]int64
+	// seen marks the series present in the snapshot being encoded.
+	seen map[seriesKey]bool
+}
+
+// NewEncoder returns an encoder for a sampler configured with history and
+// interval.
+func NewEncoder(history, interval time.Duration, program string) *Encoder {
+	return &Encoder{
+		history: history, interval: interval, program: program,
+		last: map[seriesKey]int64{}, seen: map[seriesKey]bool{},
+	}
+}
+
+// Header returns the header line's value for snap.
+func (e *Encoder) Header(snap sampler.Snapshot, created time.Time) Header {
+	h := Header{
+		Format: Format, Version: Version, Created: created, Program: e.program,
+		Hostname: snap.Hostname, Source: snap.Source, Demo: snap.Demo,
+		DriverVersion: snap.DriverVersion, NVMLVersion: snap.NVMLVersion, CUDAVersion: snap.CUDAVersion,
+		Interval: Duration(e.interval), History: Duration(e.history),
+		Devices: make([]DeviceInfo, len(snap.Devices)),
+	}
+	for i, d := range snap.Devices {
+		h.Devices[i] = DeviceInfo{
+			ID: d.ID, Index: d.Index, Hostname: d.Hostname, Name: d.Name, UUID: d.UUID,
+			PCIBusID: d.PCIBusID, MIGEnabled: d.MIGEnabled, MIG: d.MIG,
+		}
+	}
+	return h
+}
+
+// SameHeader reports whether a and b describe the same facts (their
+// creation times aside).
+func SameHeader(a, b Header) bool {
+	if a.Hostname != b.Hostname || a.Source != b.Source || a.Demo != b.Demo ||
+		a.DriverVersion != b.DriverVersion || a.NVMLVersion != b.NVMLVersion ||
+		a.CUDAVersion != b.CUDAVersion || a.Interval != b.Interval || a.History != b.History ||
+		a.Program != b.Program {
+		return false
+	}
+	return slices.EqualFunc(a.Devices, b.Devices, func(x, y DeviceInfo) bool {
+		if (x.MIG == nil) != (y.MIG == nil) || x.MIG != nil && *x.MIG != *y.MIG {
+			return false
+		}
+		x.MIG, y.MIG = nil, nil
+		return x == y
+	})
+}
+
+// Reset forgets the series written so far: the next record carries every
+// history sample its snapshot holds (a new file part starts).
+func (e *Encoder) Reset() { clear(e.last) }
+
+// Record returns the record line's value for snap.
+func (e *Encoder) Record(snap sampler.Snapshot) Record {
+	r := Record{
+		T: snap.Time, Seq: snap.Seq, Warnings: snap.Warnings, Err: snap.Err,
+		Devices: make([]DevRec, len(snap.Devices)),
+	}
+	if snap.Interval != e.interval && snap.Interval != 0 {
+		r.Interval = Duration(snap.Interval)
+	}
+	clear(e.seen)
+	tn := snap.Time.UnixNano()
+	for i, d := range snap.Devices {
+		dr := DevRec{
+			ID: d.ID, Total: d.MemoryTotal, Used: d.MemoryUsed, Free: d.MemoryFree,
+			Res: d.MemoryReserved, Unatt: d.Unattributed, Util: finite(d.UtilizationPercent),
+			Temp: d.TemperatureC, Power: finite(d.PowerWatts), Err: d.Err,
+		}
+		if d.RecentPeakUsed != d.MemoryUsed {
+			dr.RecentPeak = sampler.Ptr(d.RecentPeakUsed)
+		}
+		dk := seriesKey{dev: d.ID}
+		dr.H = e.newSamples(dk, d.History, tn, d.MemoryUsed, true)
+		if len(d.Processes) > 0 {
+			dr.Procs = make([]ProcRec, len(d.Processes))
+		}
+		for j, p := range d.Processes {
+			pr := ProcRec{
+				PID: p.PID, User: p.User, UID: p.UID, Command: p.Command, Used: p.UsedBytes,
+				Type: p.Type, Container: p.Container, Visible: p.Visible,
+				Start: UnixNano(p.StartTime), Util: finite(p.UtilizationPercent),
+				FirstSeen: UnixNano(p.FirstSeen), Peak: p.PeakBytes, Exited: p.Exited,
+			}
+			ls := UnixNano(p.LastSeen)
+			if ls != tn {
+				pr.LastSeen = ls
+			}
+			pk := seriesKey{dev: d.ID, pid: p.PID, start: UnixNano(p.StartTime), proc: true}
+			pr.H = e.newSamples(pk, p.History, ls, p.Used(), p.UsedBytes != nil)
+			dr.Procs[j] = pr
+		}
+		r.Devices[i] = dr
+	}
+	// A series missing from this snapshot (an exited process dropped, a
+	// device gone) starts over if it comes back.
+	for k := range e.last {
+		if !e.seen[k] {
+			delete(e.last, k)
+		}
+	}
+	return r
+}
+
+// newSamples returns the samples of w newer than the last one written for
+// k, or nil when they are exactly the implied sample (t, v) (when implied).
+func (e *Encoder) newSamples(k seriesKey, w sampler.Window, t int64, v uint64, implied bool) *Samples {
+	e.seen[k] = true
+	last, ok := e.last[k]
+	n := w.Len()
+	i := n
+	for i > 0 {
+		ti, _ := w.At(i - 1)
+		if ok && ti.UnixNano() <= last {
+			break
+		}
+		i--
+	}
+	if n > 0 {
+		lt, _ := w.At(n - 1)
+		e.last[k] = lt.UnixNano()
+	}
+	if implied && n-i == 1 {
+		ti, vi := w.At(i)
+		if ti.UnixNano() == t && vi == v {
+			return nil
+		}
+	}
+	if !implied && n-i == 0 {
+		return nil
+	}
+	s := make(Samples, 0, n-i)
+	for ; i < n; i++ {
+		ti, vi := w.At(i)
+		s = append(s, Sample{T: ti.UnixNano(), V: vi})
+	}
+	return &s
+}
