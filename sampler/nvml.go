@@ -1,6 +1,581 @@
 package sampler
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
-// OpenNVML opens the NVML source. (Being built.)
-func OpenNVML() (Source, error) { return nil, fmt.Errorf("libnvidia-ml.so.1: %w", ErrNoDriver) }
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// nvmlLibrary is the file name of the library that NVML is loaded from.
+const nvmlLibrary = "libnvidia-ml.so.1"
+
+// migRescanInterval is how often the MIG layout of MIG-capable GPUs is read
+// again, so that instances created or destroyed while vramtop runs show.
+const migRescanInterval = 30 * time.Second
+
+// OpenNVML opens the NVML source over the system's libnvidia-ml.so.1. Where
+// the library cannot be loaded, the error wraps ErrNoDriver.
+func OpenNVML() (Source, error) {
+	return NewNVMLSource(nvml.New(), NewProcReader(""))
+}
+
+// NewNVMLSource initializes lib and returns a Source over its devices, with
+// process details from proc (the host's /proc when nil). Tests pass one of
+// go-nvml's mock servers as lib.
+func NewNVMLSource(lib nvml.Interface, proc *ProcReader) (Source, error) {
+	s, err := newNVMLSource(lib, proc)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// nvmlSource reads devices and processes through NVML. Only the sampler's
+// goroutine calls it.
+type nvmlSource struct {
+	lib  nvml.Interface
+	proc *ProcReader
+	info SourceInfo
+	// gpus are the physical GPUs in index order; devs is the device list as
+	// of the last Info call (GPUs, each followed by its MIG instances).
+	gpus []*nvmlDev
+	devs []*nvmlDev
+	// hasV2 is false where the library lacks nvmlDeviceGetMemoryInfo_v2.
+	hasV2 bool
+
+	migCapable bool
+	lastScan   time.Time
+	lastNow    time.Time
+	rescan     bool
+
+	pidIdx   map[uint32]int
+	utilSeen map[uint32]uint64
+	closed   bool
+}
+
+// nvmlDev is one entry of the device list: a GPU, or a MIG instance of one.
+type nvmlDev struct {
+	info DeviceInfo
+	h    nvml.Device
+	// openErr is why there is no handle; the device reports it every poll.
+	openErr error
+
+	mig        bool // a MIG instance
+	migCapable bool // a GPU whose MIG mode can be read
+	migParent  bool // a GPU in MIG mode: processes are listed per instance
+
+	// What the device turned out not to support, so it is not asked again.
+	memV1, noUtil, noTemp, noPower, noGraphics, noProcUtil bool
+	// utilTS is the newest process-utilization sample seen (µs).
+	utilTS uint64
+
+	memErr, procErr errSlot
+}
+
+// errSlot keeps the last error of one kind for a device, so that a device
+// that keeps failing the same way does not allocate a new error every poll.
+type errSlot struct {
+	op  string
+	ret nvml.Return
+	err error
+}
+
+func (s *errSlot) get(op string, ret nvml.Return) error {
+	if s.err == nil || s.op != op || s.ret != ret {
+		s.op, s.ret, s.err = op, ret, &nvmlError{op: op, ret: ret}
+	}
+	return s.err
+}
+
+// nvmlError is a failed NVML call.
+type nvmlError struct {
+	op  string
+	ret nvml.Return
+}
+
+func (e *nvmlError) Error() string { return e.op + ": " + returnText(e.ret) }
+
+// Unwrap lets errors.Is(err, nvml.ERROR_GPU_IS_LOST) work.
+func (e *nvmlError) Unwrap() error { return e.ret }
+
+// returnText says what an NVML return code means, in words.
+func returnText(r nvml.Return) string {
+	switch r {
+	case nvml.ERROR_GPU_IS_LOST:
+		return "GPU is lost (fell off the bus or needs a reset)"
+	case nvml.ERROR_NO_PERMISSION:
+		return "no permission"
+	case nvml.ERROR_NOT_SUPPORTED:
+		return "not supported by this device"
+	case nvml.ERROR_RESET_REQUIRED:
+		return "GPU needs a reset"
+	case nvml.ERROR_UNINITIALIZED:
+		return "NVML is not initialized"
+	case nvml.ERROR_TIMEOUT:
+		return "timed out"
+	}
+	return r.Error()
+}
+
+func newNVMLSource(lib nvml.Interface, proc *ProcReader) (*nvmlSource, error) {
+	if proc == nil {
+		proc = NewProcReader("")
+	}
+	switch ret := lib.Init(); ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return nil, fmt.Errorf("cannot load %s: %w", nvmlLibrary, ErrNoDriver)
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		return nil, fmt.Errorf("%s loaded but the NVIDIA kernel driver is not running: %w", nvmlLibrary, ErrNoDriver)
+	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
+		return nil, fmt.Errorf("NVML: %s does not match the running kernel driver (reboot or reload the driver after an upgrade)", nvmlLibrary)
+	default:
+		return nil, fmt.Errorf("NVML initialization: %v", ret)
+	}
+	s := &nvmlSource{
+		lib:      lib,
+		proc:     proc,
+		hasV2:    true,
+		pidIdx:   map[uint32]int{},
+		utilSeen: map[uint32]uint64{},
+	}
+	if ext := lib.Extensions(); ext != nil && ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") != nil {
+		// Calling a symbol the library lacks would kill the process.
+		s.hasV2 = false
+	}
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		lib.Shutdown()
+		return nil, fmt.Errorf("NVML: counting devices: %s", returnText(ret))
+	}
+	s.info = SourceInfo{Kind: "nvml"}
+	s.info.Hostname, _ = os.Hostname()
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		s.info.DriverVersion = v
+	}
+	if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
+		s.info.NVMLVersion = v
+	}
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS && v > 0 {
+		s.info.CUDAVersion = cudaVersionString(v)
+	}
+	if garblesProcessLists(s.info.DriverVersion) {
+		s.info.Warnings = append(s.info.Warnings, fmt.Sprintf(
+			"driver %s garbles NVML process lists of more than one process (a bug of 535.43.02 to 535.86.x): per-process memory may be wrong; upgrade the driver to 535.104.05 or later",
+			s.info.DriverVersion))
+	}
+	for i := 0; i < n; i++ {
+		g := s.openGPU(i)
+		s.gpus = append(s.gpus, g)
+		s.migCapable = s.migCapable || g.migCapable
+	}
+	s.scan()
+	return s, nil
+}
+
+// cudaVersionString turns NVML's CUDA driver version (12040) into "12.4".
+func cudaVersionString(v int) string {
+	return strconv.Itoa(v/1000) + "." + strconv.Itoa(v%1000/10)
+}
+
+// garblesProcessLists reports whether driver version v is one of those
+// (535.43.02 to 535.86.x) whose process-list calls return garbled entries
+// when more than one process is listed.
+func garblesProcessLists(v string) bool {
+	major, rest, ok := strings.Cut(v, ".")
+	if !ok || major != "535" {
+		return false
+	}
+	minorStr, _, _ := strings.Cut(rest, ".")
+	minor, err := strconv.Atoi(minorStr)
+	return err == nil && minor >= 43 && minor <= 86
+}
+
+// openGPU reads the static description of GPU i. A GPU that cannot be
+// opened is still listed; it reports why on every poll.
+func (s *nvmlSource) openGPU(i int) *nvmlDev {
+	d := &nvmlDev{info: DeviceInfo{ID: strconv.Itoa(i), Index: i}}
+	h, ret := s.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		d.openErr = &nvmlError{op: "opening the device", ret: ret}
+		return d
+	}
+	d.h = h
+	if name, ret := h.GetName(); ret == nvml.SUCCESS {
+		d.info.Name = name
+	}
+	if uuid, ret := h.GetUUID(); ret == nvml.SUCCESS {
+		d.info.UUID = uuid
+	}
+	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+		d.info.PCIBusID = cString(pci.BusId[:])
+	}
+	_, _, ret = h.GetMigMode()
+	d.migCapable = ret == nvml.SUCCESS
+	return d
+}
+
+// cString converts a NUL-terminated C char array.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// scan builds the device list: every GPU, each GPU in MIG mode followed by
+// its MIG instances. Devices that stay keep their state. It replaces
+// s.info.Devices only when the list changed.
+func (s *nvmlSource) scan() {
+	old := make(map[string]*nvmlDev, len(s.devs))
+	for _, d := range s.devs {
+		if d.mig {
+			old[d.info.UUID+"\x00"+d.info.ID] = d
+		}
+	}
+	devs := make([]*nvmlDev, 0, len(s.gpus))
+	for _, g := range s.gpus {
+		devs = append(devs, g)
+		if g.h == nil || !g.migCapable {
+			continue
+		}
+		devs = append(devs, s.scanMIG(g, old)...)
+	}
+	changed := len(devs) != len(s.devs) || s.info.Devices == nil
+	for i := 0; !changed && i < len(devs); i++ {
+		changed = devs[i] != s.devs[i] || devs[i].info != s.info.Devices[i]
+	}
+	s.devs = devs
+	if changed {
+		infos := make([]DeviceInfo, len(devs))
+		for i, d := range devs {
+			infos[i] = d.info
+		}
+		s.info.Devices = infos
+	}
+}
+
+// scanMIG reads the MIG mode of GPU g and lists its MIG instances.
+func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
+	cur, _, ret := g.h.GetMigMode()
+	enabled := ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE
+	if enabled != g.migParent {
+		// What a GPU supports differs in and out of MIG mode.
+		g.noUtil, g.noTemp, g.noPower, g.noGraphics, g.noProcUtil = false, false, false, false, false
+		g.migParent = enabled
+	}
+	g.info.MIGEnabled = enabled
+	if !enabled {
+		return nil
+	}
+	n, ret := g.h.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return nil
+	}
+	var out []*nvmlDev
+	for j := 0; j < n; j++ {
+		mh, ret := g.h.GetMigDeviceHandleByIndex(j)
+		if ret != nvml.SUCCESS {
+			continue // an empty slot
+		}
+		gi, ret := mh.GetGpuInstanceId()
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		ci, ret := mh.GetComputeInstanceId()
+		if ret != nvml.SUCCESS {
+			ci = 0
+		}
+		d := &nvmlDev{h: mh, mig: true, info: DeviceInfo{
+			Index:    g.info.Index,
+			PCIBusID: g.info.PCIBusID,
+			MIG:      &MIGInfo{ParentIndex: g.info.Index, GPUInstanceID: gi, ComputeInstanceID: ci},
+		}}
+		if name, ret := mh.GetName(); ret == nvml.SUCCESS {
+			d.info.Name = name
+			if _, p, ok := strings.Cut(name, " MIG "); ok {
+				d.info.MIG.Profile = p
+			}
+		}
+		if uuid, ret := mh.GetUUID(); ret == nvml.SUCCESS {
+			d.info.UUID = uuid
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *nvmlDev) int {
+		if a.info.MIG.GPUInstanceID != b.info.MIG.GPUInstanceID {
+			return a.info.MIG.GPUInstanceID - b.info.MIG.GPUInstanceID
+		}
+		return a.info.MIG.ComputeInstanceID - b.info.MIG.ComputeInstanceID
+	})
+	// "GPU/GI"; where a GPU instance holds several compute instances, each
+	// gets "GPU/GI/CI" so that IDs stay unique.
+	perGI := map[int]int{}
+	for _, d := range out {
+		perGI[d.info.MIG.GPUInstanceID]++
+	}
+	for i, d := range out {
+		m := d.info.MIG
+		d.info.ID = g.info.ID + "/" + strconv.Itoa(m.GPUInstanceID)
+		if perGI[m.GPUInstanceID] > 1 {
+			d.info.ID += "/" + strconv.Itoa(m.ComputeInstanceID)
+		}
+		if prev := old[d.info.UUID+"\x00"+d.info.ID]; prev != nil && sameMIG(prev.info.MIG, m) {
+			// Keep what was learnt about the instance, and its info pointer.
+			prev.h = d.h
+			prev.info.Name = d.info.Name
+			out[i] = prev
+		}
+	}
+	return out
+}
+
+func sameMIG(a, b *MIGInfo) bool {
+	return a != nil && b != nil && *a == *b
+}
+
+// Info returns the source's description; the MIG layout is read again every
+// migRescanInterval.
+func (s *nvmlSource) Info() SourceInfo {
+	if s.rescan && !s.closed {
+		s.rescan = false
+		s.lastScan = s.lastNow
+		s.scan()
+	}
+	return s.info
+}
+
+// ReadMemory reads every device's memory, and utilization, temperature and
+// power where supported. It does not allocate while devices keep behaving.
+func (s *nvmlSource) ReadMemory(now time.Time, out []MemSample) error {
+	if s.closed {
+		return errClosed
+	}
+	if len(out) != len(s.devs) {
+		return fmt.Errorf("NVML source: %d memory slots for %d devices", len(out), len(s.devs))
+	}
+	s.lastNow = now
+	if s.migCapable {
+		if s.lastScan.IsZero() {
+			s.lastScan = now
+		} else if now.Sub(s.lastScan) >= migRescanInterval {
+			s.rescan = true
+		}
+	}
+	for i, d := range s.devs {
+		if !s.readDevice(d, &out[i]) && d.mig {
+			// A stale MIG handle: the instance may have been destroyed.
+			s.rescan = true
+		}
+	}
+	return nil
+}
+
+var errClosed = errors.New("NVML source is closed")
+
+// readDevice fills m for device d and reports whether its memory was read.
+func (s *nvmlSource) readDevice(d *nvmlDev, m *MemSample) bool {
+	*m = MemSample{}
+	if d.h == nil {
+		m.Err = d.openErr
+		return false
+	}
+	if !s.hasV2 {
+		d.memV1 = true
+	}
+	if !d.memV1 {
+		mem, ret := d.h.GetMemoryInfo_v2()
+		switch ret {
+		case nvml.SUCCESS:
+			m.Total, m.Used, m.Free = mem.Total, mem.Used, mem.Free
+			m.Reserved, m.HasReserved = mem.Reserved, true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.memV1 = true
+		default:
+			m.Err = d.memErr.get("reading memory", ret)
+			return false
+		}
+	}
+	if d.memV1 {
+		mem, ret := d.h.GetMemoryInfo()
+		if ret != nvml.SUCCESS {
+			m.Err = d.memErr.get("reading memory", ret)
+			return false
+		}
+		m.Total, m.Used, m.Free = mem.Total, mem.Used, mem.Free
+	}
+	if d.mig {
+		// Utilization, temperature and power belong to the whole GPU.
+		return true
+	}
+	if !d.noUtil {
+		u, ret := d.h.GetUtilizationRates()
+		switch ret {
+		case nvml.SUCCESS:
+			m.Util, m.HasUtil = float64(u.Gpu), true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noUtil = true
+		}
+	}
+	if !d.noTemp {
+		t, ret := d.h.GetTemperature(nvml.TEMPERATURE_GPU)
+		switch ret {
+		case nvml.SUCCESS:
+			m.TempC, m.HasTemp = int(t), true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noTemp = true
+		}
+	}
+	if !d.noPower {
+		p, ret := d.h.GetPowerUsage()
+		switch ret {
+		case nvml.SUCCESS:
+			m.PowerW, m.HasPower = float64(p)/1000, true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noPower = true
+		}
+	}
+	return true
+}
+
+// ReadProcesses lists the compute and graphics processes of every device,
+// one entry per (device, PID), with what /proc says about each.
+func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]ProcSample, error) {
+	buf = buf[:0]
+	if s.closed {
+		return buf, errClosed
+	}
+	if len(errs) != len(s.devs) {
+		return buf, fmt.Errorf("NVML source: %d error slots for %d devices", len(errs), len(s.devs))
+	}
+	for i, d := range s.devs {
+		if d.h == nil {
+			errs[i] = d.openErr
+			continue
+		}
+		if d.migParent {
+			// The processes of a GPU in MIG mode are listed on its instances.
+			continue
+		}
+		start := len(buf)
+		clear(s.pidIdx)
+		procs, ret := d.h.GetComputeRunningProcesses()
+		switch ret {
+		case nvml.SUCCESS:
+			buf = s.merge(buf, start, i, procs, "compute")
+		case nvml.ERROR_NOT_SUPPORTED:
+		default:
+			errs[i] = d.procErr.get("listing compute processes", ret)
+			continue
+		}
+		if d.noGraphics {
+			continue
+		}
+		procs, ret = d.h.GetGraphicsRunningProcesses()
+		switch ret {
+		case nvml.SUCCESS:
+			buf = s.merge(buf, start, i, procs, "graphics")
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noGraphics = true
+		default:
+			errs[i] = d.procErr.get("listing graphics processes", ret)
+		}
+	}
+	for i := range buf {
+		p := &buf[i]
+		pi := s.proc.Lookup(p.PID)
+		p.Visible = pi.Visible
+		p.UID, p.HasUID, p.User = pi.UID, pi.HasUID, pi.User
+		p.Command, p.Container, p.StartTime = pi.Command, pi.Container, pi.StartTime
+	}
+	s.proc.Prune()
+	return buf, nil
+}
+
+// merge adds the processes of one list of device dev to buf, merging a PID
+// already listed for the device since start (a process that is both a
+// compute and a graphics client is one entry, "compute+graphics").
+func (s *nvmlSource) merge(buf []ProcSample, start, dev int, procs []nvml.ProcessInfo, typ string) []ProcSample {
+	for _, p := range procs {
+		used, has := p.UsedGpuMemory, p.UsedGpuMemory != math.MaxUint64
+		if !has {
+			used = 0
+		}
+		if j, ok := s.pidIdx[p.Pid]; ok && j >= start {
+			q := &buf[j]
+			if q.Type != typ && q.Type != "compute+graphics" {
+				q.Type = "compute+graphics"
+			}
+			// Both lists report the same memory for such a process: keep the
+			// larger, never the sum.
+			if has && (!q.HasUsed || used > q.UsedBytes) {
+				q.UsedBytes, q.HasUsed = used, true
+			}
+			continue
+		}
+		s.pidIdx[p.Pid] = len(buf)
+		buf = append(buf, ProcSample{Device: dev, PID: p.Pid, UsedBytes: used, HasUsed: has, Type: typ})
+	}
+	return buf
+}
+
+// ReadProcessUtilization reads the SM utilization of each process sampled
+// since the previous call. A device with no new samples adds nothing.
+func (s *nvmlSource) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) error {
+	if s.closed {
+		return errClosed
+	}
+	for i, d := range s.devs {
+		if d.h == nil || d.noProcUtil || d.migParent {
+			continue
+		}
+		samples, ret := d.h.GetProcessUtilization(d.utilTS)
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noProcUtil = true
+			continue
+		default:
+			// ERROR_NOT_FOUND: no new samples. Anything else: try next time.
+			continue
+		}
+		clear(s.utilSeen)
+		newest := d.utilTS
+		for _, smp := range samples {
+			if smp.TimeStamp <= d.utilTS {
+				continue
+			}
+			if ts, ok := s.utilSeen[smp.Pid]; ok && ts >= smp.TimeStamp {
+				continue
+			}
+			s.utilSeen[smp.Pid] = smp.TimeStamp
+			out[UtilKey{Device: i, PID: smp.Pid}] = float64(smp.SmUtil)
+			newest = max(newest, smp.TimeStamp)
+		}
+		d.utilTS = newest
+	}
+	return nil
+}
+
+// Close shuts NVML down, once.
+func (s *nvmlSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("NVML shutdown: %s", returnText(ret))
+	}
+	return nil
+}

@@ -1,0 +1,670 @@
+package sampler
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func readMem(t *testing.T, s Source) []MemSample {
+	t.Helper()
+	out := make([]MemSample, len(s.Info().Devices))
+	if err := s.ReadMemory(t0, out); err != nil {
+		t.Fatalf("ReadMemory: %v", err)
+	}
+	return out
+}
+
+func readProcs(t *testing.T, s Source) ([]ProcSample, []error) {
+	t.Helper()
+	errs := make([]error, len(s.Info().Devices))
+	ps, err := s.ReadProcesses(t0, nil, errs)
+	if err != nil {
+		t.Fatalf("ReadProcesses: %v", err)
+	}
+	return ps, errs
+}
+
+func TestNVMLInfo(t *testing.T) {
+	h := newMockHost(nil)
+	info := h.open(t).Info()
+	if info.Kind != "nvml" || info.Demo {
+		t.Errorf("kind %q demo %v, want nvml, not demo", info.Kind, info.Demo)
+	}
+	if info.DriverVersion != "550.54.15" || info.NVMLVersion != "12.550.54.15" || info.CUDAVersion != "12.4" {
+		t.Errorf("versions: driver %q NVML %q CUDA %q, want 550.54.15, 12.550.54.15, 12.4",
+			info.DriverVersion, info.NVMLVersion, info.CUDAVersion)
+	}
+	if info.Hostname == "" {
+		t.Error("no hostname")
+	}
+	if len(info.Warnings) != 0 {
+		t.Errorf("warnings %q on a sound driver", info.Warnings)
+	}
+	if len(info.Devices) != 8 {
+		t.Fatalf("%d devices, want the DGX H100's 8", len(info.Devices))
+	}
+	for i, d := range info.Devices {
+		want := h.devs[i]
+		if d.ID != strconv.Itoa(i) {
+			t.Errorf("device %d: id %q", i, d.ID)
+		}
+		if d.Index != i || d.Name != "NVIDIA H100 80GB HBM3" || d.UUID != want.UUID || d.PCIBusID != want.PciBusID {
+			t.Errorf("device %d: %+v, want index %d, H100 name, uuid %s, bus %s", i, d, i, want.UUID, want.PciBusID)
+		}
+		if d.MIGEnabled || d.MIG != nil {
+			t.Errorf("device %d: MIG set on a GPU not in MIG mode", i)
+		}
+	}
+}
+
+func TestNVMLMemoryV2Exact(t *testing.T) {
+	h := newMockHost(nil)
+	out := readMem(t, h.open(t))
+	for i, m := range out {
+		g := h.gpus[i].mem
+		if m.Err != nil {
+			t.Fatalf("device %d: %v", i, m.Err)
+		}
+		if m.Total != g.Total || m.Used != g.Used || m.Free != g.Free || !m.HasReserved || m.Reserved != g.Reserved {
+			t.Errorf("device %d: total %d used %d free %d reserved %d (%v); want %d %d %d %d",
+				i, m.Total, m.Used, m.Free, m.Reserved, m.HasReserved, g.Total, g.Used, g.Free, g.Reserved)
+		}
+		if !m.HasUtil || m.Util != float64(10*i) || !m.HasTemp || m.TempC != 30+i || !m.HasPower || m.PowerW != 100+float64(i) {
+			t.Errorf("device %d: util %v (%v) temp %d (%v) power %v (%v)", i, m.Util, m.HasUtil, m.TempC, m.HasTemp, m.PowerW, m.HasPower)
+		}
+	}
+}
+
+func TestNVMLMemoryV1Fallback(t *testing.T) {
+	for _, ret := range []nvml.Return{nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND} {
+		h := newMockHost(nil)
+		h.gpus[3].memRet = ret
+		s := h.open(t)
+		for range 3 {
+			out := readMem(t, s)
+			m, g := out[3], h.gpus[3].mem
+			if m.Err != nil || m.HasReserved || m.Total != g.Total || m.Used != g.Used+g.Reserved || m.Free != g.Free {
+				t.Fatalf("v2 %v: device 3 %+v, want the v1 numbers (used %d) with reserved unknown", ret, m, g.Used+g.Reserved)
+			}
+			if !out[2].HasReserved {
+				t.Fatalf("v2 %v on device 3 only: device 2 lost its reserved figure", ret)
+			}
+		}
+		if n := len(h.devs[3].GetMemoryInfo_v2Calls()); n != 1 {
+			t.Errorf("v2 %v: GetMemoryInfo_v2 called %d times on device 3 over 3 polls, want 1 (the fallback is remembered)", ret, n)
+		}
+		if n := len(h.devs[2].GetMemoryInfo_v2Calls()); n != 3 {
+			t.Errorf("v2 %v: GetMemoryInfo_v2 called %d times on device 2, want 3", ret, n)
+		}
+	}
+}
+
+func TestNVMLMemoryV2SymbolMissing(t *testing.T) {
+	h := newMockHost(nil)
+	h.srv.LookupSymbolFunc = func(name string) error {
+		if name == "nvmlDeviceGetMemoryInfo_v2" {
+			return errors.New("undefined symbol")
+		}
+		return nil
+	}
+	out := readMem(t, h.open(t))
+	for i, m := range out {
+		if m.Err != nil || m.HasReserved || m.Used != h.gpus[i].mem.Used+reservedH100 {
+			t.Errorf("device %d: %+v, want v1 numbers without reserved", i, m)
+		}
+		if n := len(h.devs[i].GetMemoryInfo_v2Calls()); n != 0 {
+			t.Errorf("device %d: the missing v2 function was called %d times", i, n)
+		}
+	}
+}
+
+func TestNVMLOptionalFields(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[1].utilRet = nvml.ERROR_NOT_SUPPORTED
+	h.gpus[2].tempRet = nvml.ERROR_NOT_SUPPORTED
+	h.gpus[3].powerRet = nvml.ERROR_NO_PERMISSION
+	out := readMem(t, h.open(t))
+	if out[1].HasUtil || !out[1].HasTemp || !out[1].HasPower {
+		t.Errorf("utilization unsupported: %+v", out[1])
+	}
+	if out[2].HasTemp || !out[2].HasUtil {
+		t.Errorf("temperature unsupported: %+v", out[2])
+	}
+	if out[3].HasPower || out[3].Err != nil || !out[3].HasTemp {
+		t.Errorf("power not permitted: %+v, want power absent and the device fine", out[3])
+	}
+	for i, m := range out {
+		if m.Err != nil || m.Used != h.gpus[i].mem.Used {
+			t.Errorf("device %d: %+v", i, m)
+		}
+	}
+}
+
+func TestNVMLDeviceErrorsIsolated(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[5].memRet = nvml.ERROR_GPU_IS_LOST
+	h.gpus[5].computeRet = nvml.ERROR_GPU_IS_LOST
+	h.gpus[6].memRet = nvml.ERROR_NO_PERMISSION
+	h.gpus[2].compute = procs(1001, 5*gib)
+	h.gpus[5].compute = procs(1002, gib)
+	s := h.open(t)
+	out := readMem(t, s)
+	for i, m := range out {
+		switch i {
+		case 5:
+			if !errors.Is(m.Err, nvml.ERROR_GPU_IS_LOST) || !strings.Contains(m.Err.Error(), "GPU is lost") {
+				t.Errorf("lost GPU: err %v, want one saying the GPU is lost", m.Err)
+			}
+		case 6:
+			if !errors.Is(m.Err, nvml.ERROR_NO_PERMISSION) || !strings.Contains(m.Err.Error(), "no permission") {
+				t.Errorf("no permission: err %v", m.Err)
+			}
+		default:
+			if m.Err != nil || m.Used != h.gpus[i].mem.Used {
+				t.Errorf("device %d: %+v; one device failing must not disturb the others", i, m)
+			}
+		}
+	}
+	ps, errs := readProcs(t, s)
+	if !errors.Is(errs[5], nvml.ERROR_GPU_IS_LOST) {
+		t.Errorf("process list of the lost GPU: err %v", errs[5])
+	}
+	if len(ps) != 1 || ps[0].Device != 2 || ps[0].PID != 1001 {
+		t.Errorf("processes %+v, want pid 1001 on device 2 alone", ps)
+	}
+	for i, err := range errs {
+		if i != 5 && err != nil {
+			t.Errorf("device %d: process list error %v", i, err)
+		}
+	}
+}
+
+func TestNVMLDeviceHandleFails(t *testing.T) {
+	h := newMockHost(nil)
+	inner := h.srv.DeviceGetHandleByIndexFunc
+	h.srv.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i == 4 {
+			return nil, nvml.ERROR_NO_PERMISSION
+		}
+		return inner(i)
+	}
+	s := h.open(t)
+	if n := len(s.Info().Devices); n != 8 {
+		t.Fatalf("%d devices, want 8 with the one that cannot be opened listed", n)
+	}
+	out := readMem(t, s)
+	if !errors.Is(out[4].Err, nvml.ERROR_NO_PERMISSION) {
+		t.Errorf("device 4: err %v, want no permission", out[4].Err)
+	}
+	if out[3].Err != nil || out[5].Err != nil {
+		t.Errorf("neighbours failed: %v, %v", out[3].Err, out[5].Err)
+	}
+	_, errs := readProcs(t, s)
+	if errs[4] == nil {
+		t.Error("device 4's process list reported no error")
+	}
+}
+
+func TestNVMLProcesses(t *testing.T) {
+	h := newMockHost(nil)
+	// Device 0: a compute process, one whose memory NVML does not know, and
+	// one that is both a compute and a graphics client.
+	h.gpus[0].compute = procs(1001, 10850*mib, 1002, notAvailable, 1004, 3*gib)
+	h.gpus[0].graphics = procs(1004, 3*gib, 1003, 64*mib)
+	// Device 1: a PID this PID namespace does not show.
+	h.gpus[1].compute = procs(4242, 2*gib)
+	// Device 2: no graphics list on a compute-only card.
+	h.gpus[2].compute = procs(1005, gib)
+	h.gpus[2].grRet = nvml.ERROR_NOT_SUPPORTED
+	// The same process on two devices is listed on each.
+	h.gpus[3].compute = procs(1001, 512*mib)
+	s := h.open(t)
+	ps, errs := readProcs(t, s)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("device %d: %v", i, err)
+		}
+	}
+	type key struct {
+		dev int
+		pid uint32
+	}
+	got := map[key]ProcSample{}
+	for _, p := range ps {
+		k := key{p.Device, p.PID}
+		if _, dup := got[k]; dup {
+			t.Errorf("pid %d listed twice on device %d", p.PID, p.Device)
+		}
+		got[k] = p
+	}
+	if len(got) != 7 {
+		t.Errorf("%d processes, want 7: %+v", len(got), ps)
+	}
+	check := func(dev int, pid uint32, typ string, used uint64, hasUsed bool) ProcSample {
+		t.Helper()
+		p, ok := got[key{dev, pid}]
+		if !ok {
+			t.Fatalf("pid %d on device %d missing", pid, dev)
+		}
+		if p.Type != typ || p.HasUsed != hasUsed || p.UsedBytes != used {
+			t.Errorf("pid %d on device %d: type %q used %d (known %v), want %q %d (%v)", pid, dev, p.Type, p.UsedBytes, p.HasUsed, typ, used, hasUsed)
+		}
+		return p
+	}
+	p := check(0, 1001, "compute", 10850*mib, true)
+	if !p.Visible || p.User != "root" || !p.HasUID || p.UID != 0 || p.Command != "python3 train.py --epochs 10" ||
+		p.Container != "3f4e5d6c7b8a" || !p.StartTime.Equal(fixtureBoot.Add(5000*time.Second)) {
+		t.Errorf("pid 1001 from /proc: %+v", p)
+	}
+	check(0, 1002, "compute", 0, false)
+	check(0, 1004, "compute+graphics", 3*gib, true)
+	if p := check(0, 1003, "graphics", 64*mib, true); p.User != "4000123" {
+		t.Errorf("pid 1003: user %q, want the bare UID", p.User)
+	}
+	if p := check(1, 4242, "compute", 2*gib, true); p.Visible || p.Command != "" || p.User != "" {
+		t.Errorf("pid in another PID namespace: %+v, want invisible with nothing named", p)
+	}
+	check(2, 1005, "compute", gib, true)
+	check(3, 1001, "compute", 512*mib, true)
+
+	// The graphics list of device 2 is not asked for again.
+	readProcs(t, s)
+	if n := len(h.devs[2].GetGraphicsRunningProcessesCalls()); n != 1 {
+		t.Errorf("graphics list asked %d times of a device that does not support it, want 1", n)
+	}
+}
+
+func TestNVMLMergeKeepsKnownMemory(t *testing.T) {
+	h := newMockHost(nil)
+	// The graphics list knows the memory the compute list does not.
+	h.gpus[0].compute = procs(1001, notAvailable)
+	h.gpus[0].graphics = procs(1001, 300*mib)
+	ps, _ := readProcs(t, h.open(t))
+	if len(ps) != 1 || ps[0].Type != "compute+graphics" || !ps[0].HasUsed || ps[0].UsedBytes != 300*mib {
+		t.Fatalf("processes %+v, want pid 1001 compute+graphics with 300 MiB", ps)
+	}
+}
+
+func TestNVMLProcessCacheFollowsListing(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].compute = procs(1001, gib, 1002, gib)
+	s := h.open(t)
+	readProcs(t, s)
+	if n := s.proc.Len(); n != 2 {
+		t.Fatalf("%d processes cached, want 2", n)
+	}
+	h.gpus[0].compute = procs(1002, gib)
+	readProcs(t, s)
+	if n := s.proc.Len(); n != 1 {
+		t.Fatalf("after pid 1001 left the list, %d processes cached, want 1", n)
+	}
+}
+
+func TestNVMLMIG(t *testing.T) {
+	h := newMockHost(nil)
+	a := &migInstance{gi: 3, ci: 0, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-aaaa", gpu: &mockGPU{
+		mem:     nvml.Memory_v2{Total: 40 * gib, Reserved: 0, Used: 12 * gib, Free: 28 * gib},
+		compute: procs(1001, 10*gib),
+	}}
+	b := &migInstance{gi: 5, ci: 0, name: "NVIDIA H100 80GB HBM3 MIG 1g.10gb", uuid: "MIG-bbbb", gpu: &mockGPU{
+		mem:     nvml.Memory_v2{Total: 10 * gib, Reserved: 0, Used: 3 * gib, Free: 7 * gib},
+		compute: procs(1005, 2*gib),
+	}}
+	h.enableMIG(0, a, b)
+	s := h.open(t)
+	info := s.Info()
+	if len(info.Devices) != 10 {
+		t.Fatalf("%d devices, want 8 GPUs and 2 MIG instances", len(info.Devices))
+	}
+	ids := []string{}
+	for _, d := range info.Devices {
+		ids = append(ids, d.ID)
+	}
+	if got := strings.Join(ids, " "); got != "0 0/3 0/5 1 2 3 4 5 6 7" {
+		t.Fatalf("device order %q, want each MIG instance after its GPU", got)
+	}
+	if !info.Devices[0].MIGEnabled {
+		t.Error("GPU 0 not marked as in MIG mode")
+	}
+	mi := info.Devices[1]
+	if mi.MIG == nil || *mi.MIG != (MIGInfo{ParentIndex: 0, GPUInstanceID: 3, ComputeInstanceID: 0, Profile: "3g.40gb"}) ||
+		mi.UUID != "MIG-aaaa" || mi.Index != 0 || mi.PCIBusID != info.Devices[0].PCIBusID {
+		t.Errorf("MIG instance 0/3: %+v (MIG %+v)", mi, mi.MIG)
+	}
+	if info.Devices[2].MIG == nil || info.Devices[2].MIG.Profile != "1g.10gb" {
+		t.Errorf("MIG instance 0/5: %+v", info.Devices[2])
+	}
+
+	out := readMem(t, s)
+	if out[0].HasUtil {
+		t.Error("GPU in MIG mode shows a utilization; NVML does not support one there")
+	}
+	if out[0].Err != nil || out[0].Used != h.gpus[0].mem.Used {
+		t.Errorf("MIG parent memory %+v", out[0])
+	}
+	if m := out[1]; m.Err != nil || m.Total != 40*gib || m.Used != 12*gib || m.Free != 28*gib || !m.HasReserved {
+		t.Errorf("instance 0/3 memory %+v", m)
+	}
+	if m := out[2]; m.Err != nil || m.Total != 10*gib || m.Used != 3*gib {
+		t.Errorf("instance 0/5 memory %+v", m)
+	}
+	if out[3].Used != h.gpus[1].mem.Used {
+		t.Errorf("GPU 1 (device 3) memory %+v, want GPU 1's", out[3])
+	}
+
+	ps, errs := readProcs(t, s)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("device %d: %v", i, err)
+		}
+	}
+	if len(ps) != 2 {
+		t.Fatalf("processes %+v, want one per instance and none listed on the MIG parent", ps)
+	}
+	for _, p := range ps {
+		switch p.PID {
+		case 1001:
+			if p.Device != 1 || p.UsedBytes != 10*gib {
+				t.Errorf("pid 1001: %+v, want 10 GiB on device 1 (0/3)", p)
+			}
+		case 1005:
+			if p.Device != 2 || p.UsedBytes != 2*gib {
+				t.Errorf("pid 1005: %+v, want 2 GiB on device 2 (0/5)", p)
+			}
+		default:
+			t.Errorf("unexpected process %+v", p)
+		}
+	}
+}
+
+func TestNVMLMIGLayoutChange(t *testing.T) {
+	h := newMockHost(nil)
+	a := &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-aaaa",
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * gib, Used: gib, Free: 39 * gib}}}
+	b := &migInstance{gi: 2, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-bbbb",
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * gib, Used: 2 * gib, Free: 38 * gib}}}
+	h.enableMIG(0, a, b)
+	s := h.open(t)
+	before := s.Info()
+	if len(before.Devices) != 10 {
+		t.Fatalf("%d devices, want 10", len(before.Devices))
+	}
+	out := make([]MemSample, 10)
+	s.ReadMemory(t0, out)
+	// An administrator destroys instance 2.
+	h.setMIG(0, a)
+	s.ReadMemory(t0.Add(time.Second), out)
+	if n := len(s.Info().Devices); n != 10 {
+		t.Fatalf("the layout was read again within a second: %d devices", n)
+	}
+	s.ReadMemory(t0.Add(migRescanInterval+time.Second), out)
+	after := s.Info()
+	if len(after.Devices) != 9 || after.Devices[1].ID != "0/1" || after.Devices[2].ID != "1" {
+		t.Fatalf("after instance 0/2 was destroyed: %d devices %+v", len(after.Devices), after.Devices[:3])
+	}
+	if len(before.Devices) != 10 || before.Devices[2].ID != "0/2" {
+		t.Fatal("an earlier Info's device list changed under its holder")
+	}
+	out = make([]MemSample, 9)
+	if err := s.ReadMemory(t0.Add(migRescanInterval+2*time.Second), out); err != nil {
+		t.Fatal(err)
+	}
+	if out[1].Used != gib || out[2].Used != h.gpus[1].mem.Used {
+		t.Errorf("after the change: 0/1 used %d, GPU 1 used %d", out[1].Used, out[2].Used)
+	}
+}
+
+func TestNVMLMIGSeveralComputeInstances(t *testing.T) {
+	h := newMockHost(nil)
+	h.enableMIG(2,
+		&migInstance{gi: 1, ci: 0, name: "NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb", uuid: "MIG-c0"},
+		&migInstance{gi: 1, ci: 1, name: "NVIDIA H100 80GB HBM3 MIG 2c.3g.40gb", uuid: "MIG-c1"},
+	)
+	info := h.open(t).Info()
+	if info.Devices[3].ID != "2/1/0" || info.Devices[4].ID != "2/1/1" {
+		t.Fatalf("ids %q %q, want 2/1/0 and 2/1/1 for two compute instances of one GPU instance", info.Devices[3].ID, info.Devices[4].ID)
+	}
+}
+
+func TestNVMLDriverWarning(t *testing.T) {
+	for _, v := range []string{"535.43.02", "535.54.03", "535.86.10"} {
+		srv, _ := server.New(server.WithGPUs(gpus.Multiple(2, gpus.H100_SXM5_80GB)...),
+			server.WithDriverVersion(v), server.WithNVMLVersion("12."+v), server.WithCUDADriverVersion(12020))
+		info := newMockHost(srv).open(t).Info()
+		if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], v) || !strings.Contains(info.Warnings[0], "process") {
+			t.Errorf("driver %s: warnings %q, want one about garbled process lists", v, info.Warnings)
+		}
+		if info.CUDAVersion != "12.2" {
+			t.Errorf("CUDA %q, want 12.2", info.CUDAVersion)
+		}
+	}
+}
+
+func TestGarblesProcessLists(t *testing.T) {
+	tests := map[string]bool{
+		"535.43.02": true, "535.54.03": true, "535.86.05": true, "535.86.10": true,
+		"535.98": false, "535.104.05": false, "535.42.99": false, "530.30.02": false,
+		"550.54.15": false, "580.159": false, "": false, "535": false,
+	}
+	for v, want := range tests {
+		if got := garblesProcessLists(v); got != want {
+			t.Errorf("garblesProcessLists(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestNVMLNoLibrary(t *testing.T) {
+	h := newMockHost(nil)
+	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	_, err := NewNVMLSource(h.srv, nil)
+	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
+		t.Fatalf("err %v, want ErrNoDriver naming libnvidia-ml.so.1", err)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q spans lines", err)
+	}
+	if n := len(h.srv.ShutdownCalls()); n != 0 {
+		t.Errorf("Shutdown called %d times after a failed Init", n)
+	}
+}
+
+func TestNVMLInitOtherFailure(t *testing.T) {
+	h := newMockHost(nil)
+	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_NO_PERMISSION }
+	_, err := NewNVMLSource(h.srv, nil)
+	if err == nil || errors.Is(err, ErrNoDriver) {
+		t.Fatalf("err %v, want an error that is not 'no driver'", err)
+	}
+}
+
+// TestOpenNVMLWithoutDriver runs the real loader: on a machine without the
+// NVIDIA driver it must say which library is missing.
+func TestOpenNVMLWithoutDriver(t *testing.T) {
+	src, err := OpenNVML()
+	if err == nil {
+		src.Close()
+		t.Skip("an NVIDIA driver is installed here")
+	}
+	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
+		t.Fatalf("OpenNVML without a driver: %v, want ErrNoDriver naming libnvidia-ml.so.1", err)
+	}
+}
+
+func TestNVMLProcessUtilization(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].samples = []nvml.ProcessUtilizationSample{
+		{Pid: 1001, TimeStamp: 100, SmUtil: 40},
+		{Pid: 1001, TimeStamp: 300, SmUtil: 70},
+		{Pid: 1002, TimeStamp: 200, SmUtil: 5},
+	}
+	h.gpus[1].samplesRet = nvml.ERROR_NOT_SUPPORTED
+	s := h.open(t)
+	got := map[UtilKey]float64{}
+	if err := s.ReadProcessUtilization(t0, got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[UtilKey]float64{{0, 1001}: 70, {0, 1002}: 5}
+	if len(got) != len(want) || got[UtilKey{0, 1001}] != 70 || got[UtilKey{0, 1002}] != 5 {
+		t.Fatalf("utilization %v, want %v (the newest sample of each process)", got, want)
+	}
+	// No new samples: NVML says ERROR_NOT_FOUND, which is no error.
+	clear(got)
+	if err := s.ReadProcessUtilization(t0.Add(time.Second), got); err != nil || len(got) != 0 {
+		t.Fatalf("no new samples: %v, %v; want nothing and no error", got, err)
+	}
+	calls := h.devs[0].GetProcessUtilizationCalls()
+	if len(calls) != 2 || calls[0].V != 0 || calls[1].V != 300 {
+		t.Errorf("timestamps passed %+v, want 0 then the newest seen (300)", calls)
+	}
+	h.gpus[0].samples = append(h.gpus[0].samples, nvml.ProcessUtilizationSample{Pid: 1002, TimeStamp: 400, SmUtil: 55})
+	if err := s.ReadProcessUtilization(t0.Add(2*time.Second), got); err != nil || len(got) != 1 || got[UtilKey{0, 1002}] != 55 {
+		t.Fatalf("a new sample: %v, %v", got, err)
+	}
+	s.ReadProcessUtilization(t0.Add(3*time.Second), got)
+	if n := len(h.devs[1].GetProcessUtilizationCalls()); n != 1 {
+		t.Errorf("a device without process utilization asked %d times, want 1", n)
+	}
+}
+
+func TestNVMLClose(t *testing.T) {
+	h := newMockHost(nil)
+	s, err := NewNVMLSource(h.srv, NewProcReader(fixtureProc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := len(h.srv.ShutdownCalls()); n != 1 {
+		t.Fatalf("Shutdown called %d times, want once", n)
+	}
+	if err := s.ReadMemory(t0, make([]MemSample, 8)); err == nil {
+		t.Fatal("ReadMemory after Close reported no error")
+	}
+}
+
+func TestNVMLReadMemoryDoesNotAllocate(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[3].memRet = nvml.ERROR_NOT_SUPPORTED // the v1 path
+	h.gpus[5].memRet = nvml.ERROR_GPU_IS_LOST   // a failing device
+	h.gpus[6].tempRet = nvml.ERROR_NOT_SUPPORTED
+	h.enableMIG(7, &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", uuid: "MIG-x",
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 80 * gib, Used: gib, Free: 79 * gib}}})
+	s := h.open(t)
+	out := make([]MemSample, len(s.Info().Devices))
+	now := t0
+	if n := testing.AllocsPerRun(200, func() {
+		now = now.Add(time.Second)
+		if err := s.ReadMemory(now, out); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("ReadMemory allocates %v times per call, want 0", n)
+	}
+	if out[5].Err == nil || out[3].HasReserved || out[0].Err != nil {
+		t.Fatalf("the devices did not report as set up: %+v", out)
+	}
+}
+
+// TestNVMLSampler runs the sampler over the NVML source on the mock and
+// checks the Snapshot a user sees.
+func TestNVMLSampler(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].mem.Used, h.gpus[0].mem.Free = 12*gib, h.gpus[0].mem.Total-reservedH100-12*gib
+	h.gpus[0].compute = procs(1001, 10850*mib, 1005, 600*mib)
+	h.gpus[1].compute = procs(1002, notAvailable)
+	h.gpus[2].compute = procs(4242, 2*gib)
+	h.gpus[4].memRet = nvml.ERROR_GPU_IS_LOST
+	h.gpus[4].computeRet = nvml.ERROR_GPU_IS_LOST
+	h.enableMIG(6, &migInstance{gi: 2, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-q", gpu: &mockGPU{
+		mem: nvml.Memory_v2{Total: 40 * gib, Used: 9 * gib, Free: 31 * gib}, compute: procs(1004, 8*gib),
+	}})
+	src := h.open(t)
+	now := t0
+	smp, err := New(src, Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, ok := smp.Tick(now)
+	if !ok {
+		t.Fatal("the first tick published nothing")
+	}
+	if snap.Source != "nvml" || snap.DriverVersion != "550.54.15" || snap.CUDAVersion != "12.4" || snap.Err != "" {
+		t.Errorf("snapshot source %q driver %q cuda %q err %q", snap.Source, snap.DriverVersion, snap.CUDAVersion, snap.Err)
+	}
+	if len(snap.Devices) != 9 {
+		t.Fatalf("%d devices, want 8 GPUs and one MIG instance", len(snap.Devices))
+	}
+
+	d0, _ := snap.Device("0")
+	if d0.MemoryUsed != h.gpus[0].mem.Used || d0.MemoryReserved == nil || *d0.MemoryReserved != reservedH100 {
+		t.Errorf("GPU 0: used %d reserved %v", d0.MemoryUsed, d0.MemoryReserved)
+	}
+	if len(d0.Processes) != 2 || d0.Processes[0].PID != 1001 || d0.Processes[0].User != "root" ||
+		d0.Processes[0].Command != "python3 train.py --epochs 10" || d0.Processes[0].Container != "3f4e5d6c7b8a" {
+		t.Errorf("GPU 0 processes %+v", d0.Processes)
+	}
+	if want := h.gpus[0].mem.Used - 10850*mib - 600*mib; d0.Unattributed == nil || *d0.Unattributed != want {
+		t.Errorf("GPU 0 unattributed %v, want %d", d0.Unattributed, want)
+	}
+	if d1, _ := snap.Device("1"); d1.Unattributed != nil || len(d1.Processes) != 1 || d1.Processes[0].UsedBytes != nil {
+		t.Errorf("GPU 1 (a process of unknown memory): unattributed %v, processes %+v; want both unknown", d1.Unattributed, d1.Processes)
+	}
+	d2, _ := snap.Device("2")
+	if len(d2.Processes) != 1 || d2.Processes[0].Visible || d2.Unattributed == nil || *d2.Unattributed != h.gpus[2].mem.Used-2*gib {
+		t.Errorf("GPU 2: processes %+v unattributed %v", d2.Processes, d2.Unattributed)
+	}
+	if d3, _ := snap.Device("3"); d3.Unattributed == nil || *d3.Unattributed != d3.MemoryUsed || len(d3.Processes) != 0 {
+		t.Errorf("GPU 3 with no processes: unattributed %v, want all its used memory", d3.Unattributed)
+	}
+	if d4, _ := snap.Device("4"); !strings.Contains(d4.Err, "GPU is lost") {
+		t.Errorf("GPU 4: err %q, want the lost GPU marked", d4.Err)
+	}
+	if d5, _ := snap.Device("5"); d5.Err != "" || d5.MemoryUsed != h.gpus[5].mem.Used {
+		t.Errorf("GPU 5 next to the lost one: err %q used %d", d5.Err, d5.MemoryUsed)
+	}
+	d6, _ := snap.Device("6")
+	if !d6.MIGEnabled || d6.Unattributed != nil || d6.UtilizationPercent != nil || len(d6.Processes) != 0 {
+		t.Errorf("GPU 6 in MIG mode: %+v", d6)
+	}
+	mig, ok := snap.Device("6/2")
+	if !ok || mig.MIG == nil || mig.MemoryUsed != 9*gib || len(mig.Processes) != 1 || mig.Processes[0].PID != 1004 ||
+		mig.Unattributed == nil || *mig.Unattributed != gib {
+		t.Errorf("MIG instance 6/2: %+v", mig)
+	}
+	if idx := func() int {
+		for i, d := range snap.Devices {
+			if d.ID == "6/2" {
+				return i
+			}
+		}
+		return -1
+	}(); idx != 7 {
+		t.Errorf("MIG instance 6/2 at position %d, want 7 (after its GPU)", idx)
+	}
+
+	// A process exits: the next process poll shows it as exited.
+	h.gpus[0].compute = procs(1001, 10850*mib)
+	now = now.Add(time.Second)
+	snap, _ = smp.Tick(now)
+	d0, _ = snap.Device("0")
+	var exited bool
+	for _, p := range d0.Processes {
+		if p.PID == 1005 {
+			exited = p.Exited
+		}
+	}
+	if !exited {
+		t.Errorf("pid 1005 left NVML's list but is not shown as exited: %+v", d0.Processes)
+	}
+}
