@@ -242,14 +242,26 @@ func (s *Sampler) Tick(now time.Time) (snap Snapshot, published bool) {
 		}
 	}()
 	s.poll(now)
-	if s.forcePub || !s.hasPolled || now.Sub(s.lastPub) >= maxDur(s.interval, MinPublishInterval) {
+	if s.forcePub || !s.hasPolled || s.due(now, s.lastPub, MinPublishInterval) {
 		return s.publish(now), true
 	}
 	return Snapshot{}, false
 }
 
+// due reports whether a task that runs at most every floor (and at most
+// once per interval), last run at last, is due at now. A tick that comes a
+// little early against the previous one still counts: a 1 s timer that
+// fired 2 ms late and then 1 ms late is 999 ms apart, and a task whose
+// period is the interval must run on every tick, not every other. The
+// slack is a tenth of the period and less than half an interval.
+func (s *Sampler) due(now, last time.Time, floor time.Duration) bool {
+	period := maxDur(s.interval, floor)
+	slack := min(s.interval/2, period/10)
+	return now.Sub(last) >= period-slack
+}
+
 func (s *Sampler) poll(now time.Time) {
-	if !s.infoLoaded || now.Sub(s.lastPub) >= maxDur(s.interval, MinPublishInterval) {
+	if !s.infoLoaded || s.due(now, s.lastPub, MinPublishInterval) {
 		s.loadInfo()
 	}
 	if err := s.src.ReadMemory(now, s.memBuf); err != nil {
@@ -268,11 +280,11 @@ func (s *Sampler) poll(now time.Time) {
 			d.seen = true
 		}
 	}
-	if !s.hasPolled || now.Sub(s.lastProc) >= maxDur(s.interval, MinProcessInterval) {
+	if !s.hasPolled || s.due(now, s.lastProc, MinProcessInterval) {
 		s.pollProcesses(now)
 		s.lastProc = now
 	}
-	if !s.hasPolled || now.Sub(s.lastUtil) >= maxDur(s.interval, MinProcUtilInterval) {
+	if !s.hasPolled || s.due(now, s.lastUtil, MinProcUtilInterval) {
 		clear(s.utilBuf)
 		if err := s.src.ReadProcessUtilization(now, s.utilBuf); err == nil {
 			for _, p := range s.procs {
