@@ -31,7 +31,8 @@ const (
 	demoFrankExits = 4 * time.Minute
 )
 
-const mib = 1 << 20
+// demoMiB is one MiB in bytes.
+const demoMiB = 1 << 20
 
 // Real card sizes in MiB.
 const (
@@ -494,9 +495,9 @@ func (d *Demo) addedBytes(i int, now time.Time) uint64 {
 // reservation, capped at what the card has.
 func (d *Demo) usedBytes(i int, t time.Duration, now time.Time, capMiB uint64) uint64 {
 	dv := &d.devs[i]
-	used := (d.procMiB(i, t) + dv.unattributedMiB(t)) * mib
+	used := (d.procMiB(i, t) + dv.unattributedMiB(t)) * demoMiB
 	used += d.addedBytes(i, now)
-	return min(used, capMiB*mib)
+	return min(used, capMiB*demoMiB)
 }
 
 // ReadMemory fills one reading per device. It does not allocate.
@@ -516,7 +517,7 @@ func (d *Demo) ReadMemory(now time.Time, out []MemSample) error {
 			if dv.kind == kindH200 {
 				total, reserved = h200Total, h200Reserved
 			}
-			m.Total, m.Reserved, m.HasReserved = total*mib, reserved*mib, true
+			m.Total, m.Reserved, m.HasReserved = total*demoMiB, reserved*demoMiB, true
 			m.Used = d.usedBytes(i, t, now, total-reserved)
 			m.Free = m.Total - m.Reserved - m.Used
 			u := dv.util(t)
@@ -524,7 +525,7 @@ func (d *Demo) ReadMemory(now time.Time, out []MemSample) error {
 			m.TempC, m.HasTemp = d.temp(dv, t), true
 			m.PowerW, m.HasPower = d.power(dv, u, t), true
 		case kindA100MIGParent:
-			m.Total, m.Reserved, m.HasReserved = a100Total*mib, a100Reserved*mib, true
+			m.Total, m.Reserved, m.HasReserved = a100Total*demoMiB, a100Reserved*demoMiB, true
 			for _, c := range dv.children {
 				m.Used += d.usedBytes(c, t, now, a100MIG3g40gb)
 			}
@@ -533,12 +534,12 @@ func (d *Demo) ReadMemory(now time.Time, out []MemSample) error {
 			m.TempC, m.HasTemp = 38+int(4*smoothNoise(dv.seed, t, 20*time.Second)), true
 			m.PowerW, m.HasPower = math.Round(210+25*smoothNoise(dv.seed, t, time.Second)), true
 		case kindA100MIGInstance:
-			m.Total, m.HasReserved = a100MIG3g40gb*mib, true
+			m.Total, m.HasReserved = a100MIG3g40gb*demoMiB, true
 			m.Used = d.usedBytes(i, t, now, a100MIG3g40gb)
 			m.Free = m.Total - m.Used
 		case kindV100v1:
 			// Memory v1: used includes the reservation, which is unknown.
-			m.Total = v100Total * mib
+			m.Total = v100Total * demoMiB
 			m.Used = d.usedBytes(i, t, now, v100Total)
 			m.Free = m.Total - m.Used
 			m.PowerW, m.HasPower = math.Round(165+20*smoothNoise(dv.seed, t, 2*time.Second)), true
@@ -575,7 +576,7 @@ func (d *Demo) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]P
 			StartTime: d.start.Add(started), HasUsed: p.hasUsed,
 		}
 		if p.hasUsed {
-			ps.UsedBytes = p.mem(t) * mib
+			ps.UsedBytes = p.mem(t) * demoMiB
 		}
 		buf = append(buf, ps)
 	}
