@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var ringT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // at is the time of sample i at one sample per second.
-func at(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+func ringAt(i int) time.Time { return ringT0.Add(time.Duration(i) * time.Second) }
 
 // values reads a window's values, oldest first.
-func values(w Window) []uint64 {
+func windowValues(w Window) []uint64 {
 	var out []uint64
 	w.Each(func(_ time.Time, v uint64) { out = append(out, v) })
 	return out
@@ -26,7 +26,7 @@ func TestRingKeepsTheNewestSamplesInOrder(t *testing.T) {
 		r := NewRing(capacity)
 		pushes := 5*capacity + 3*blockSize + 7
 		for i := 0; i < pushes; i++ {
-			r.Push(at(i), uint64(i))
+			r.Push(ringAt(i), uint64(i))
 			want := min(i+1, capacity)
 			if r.Len() != want {
 				t.Fatalf("cap %d: after %d pushes Len = %d, want %d", capacity, i+1, r.Len(), want)
@@ -39,16 +39,16 @@ func TestRingKeepsTheNewestSamplesInOrder(t *testing.T) {
 		for i := 0; i < w.Len(); i++ {
 			tm, v := w.At(i)
 			want := pushes - capacity + i
-			if v != uint64(want) || !tm.Equal(at(want)) {
-				t.Fatalf("cap %d: sample %d = (%v, %d), want (%v, %d)", capacity, i, tm, v, at(want), want)
+			if v != uint64(want) || !tm.Equal(ringAt(want)) {
+				t.Fatalf("cap %d: sample %d = (%v, %d), want (%v, %d)", capacity, i, tm, v, ringAt(want), want)
 			}
 		}
 		lt, lv, ok := w.Last()
-		if !ok || lv != uint64(pushes-1) || !lt.Equal(at(pushes-1)) {
+		if !ok || lv != uint64(pushes-1) || !lt.Equal(ringAt(pushes-1)) {
 			t.Fatalf("cap %d: Last = (%v, %d, %v), want the newest sample", capacity, lt, lv, ok)
 		}
-		if !w.First().Equal(at(pushes - capacity)) {
-			t.Fatalf("cap %d: First = %v, want %v", capacity, w.First(), at(pushes-capacity))
+		if !w.First().Equal(ringAt(pushes - capacity)) {
+			t.Fatalf("cap %d: First = %v, want %v", capacity, w.First(), ringAt(pushes-capacity))
 		}
 	}
 }
@@ -64,7 +64,7 @@ func TestEmptyRingAndWindow(t *testing.T) {
 	if NewRing(0).Cap() != 1 || NewRing(-3).Cap() != 1 {
 		t.Fatal("a ring of no capacity must still keep the newest sample")
 	}
-	for _, b := range (Window{}).Buckets(t0, at(10), 4) {
+	for _, b := range (Window{}).Buckets(ringT0, ringAt(10), 4) {
 		if !math.IsNaN(b) {
 			t.Fatalf("bucket of an empty window = %v, want NaN", b)
 		}
@@ -94,7 +94,7 @@ func TestCapacityForCoversTheHistory(t *testing.T) {
 	r := NewRing(CapacityFor(history, interval))
 	var last time.Time
 	for i := 0; i < 2400; i++ {
-		last = t0.Add(time.Duration(i) * interval)
+		last = ringT0.Add(time.Duration(i) * interval)
 		r.Push(last, uint64(i))
 	}
 	w := r.Window()
@@ -113,9 +113,9 @@ func TestBucketsKeepThePeakOfEachColumn(t *testing.T) {
 		if i == 37 {
 			v = 500
 		}
-		r.Push(at(i), v)
+		r.Push(ringAt(i), v)
 	}
-	got := r.Window().Buckets(at(0), at(60), 6)
+	got := r.Window().Buckets(ringAt(0), ringAt(60), 6)
 	want := []float64{12, 12, 12, 500, 12, 12}
 	for i := range want {
 		if got[i] != want[i] {
@@ -132,23 +132,23 @@ func TestBucketsWithoutSamplesAreNaN(t *testing.T) {
 	// two empty columns, and a span before the history is all empty.
 	r := NewRing(100)
 	for i := 0; i < 10; i++ {
-		r.Push(at(i), 7)
+		r.Push(ringAt(i), 7)
 	}
 	for i := 30; i < 40; i++ {
-		r.Push(at(i), 9)
+		r.Push(ringAt(i), 9)
 	}
 	w := r.Window()
-	got := w.Buckets(at(0), at(40), 4)
+	got := w.Buckets(ringAt(0), ringAt(40), 4)
 	if got[0] != 7 || !math.IsNaN(got[1]) || !math.IsNaN(got[2]) || got[3] != 9 {
 		t.Fatalf("buckets = %v, want [7 NaN NaN 9]", got)
 	}
-	for _, b := range w.Buckets(t0.Add(-time.Hour), t0, 3) {
+	for _, b := range w.Buckets(ringT0.Add(-time.Hour), ringT0, 3) {
 		if !math.IsNaN(b) {
 			t.Fatalf("a span before the history has a value: %v", b)
 		}
 	}
 	// The end of the span is excluded, its start included.
-	got = w.Buckets(at(9), at(30), 1)
+	got = w.Buckets(ringAt(9), ringAt(30), 1)
 	if got[0] != 7 {
 		t.Fatalf("bucket [9 s, 30 s) = %v, want 7", got)
 	}
@@ -157,13 +157,13 @@ func TestBucketsWithoutSamplesAreNaN(t *testing.T) {
 func TestBucketsOfNoColumnsDoNotPanic(t *testing.T) {
 	// A terminal squeezed to nothing asks for zero or fewer columns.
 	r := NewRing(10)
-	r.Push(at(0), 1)
+	r.Push(ringAt(0), 1)
 	for _, n := range []int{0, -1} {
-		if b := r.Window().Buckets(at(0), at(1), n); len(b) != 0 {
+		if b := r.Window().Buckets(ringAt(0), ringAt(1), n); len(b) != 0 {
 			t.Fatalf("Buckets(%d) = %v, want none", n, b)
 		}
 	}
-	if b := r.Window().Buckets(at(1), at(0), 3); len(b) != 3 || !math.IsNaN(b[0]) {
+	if b := r.Window().Buckets(ringAt(1), ringAt(0), 3); len(b) != 3 || !math.IsNaN(b[0]) {
 		t.Fatalf("a reversed span = %v, want 3 NaN buckets", b)
 	}
 }
@@ -171,7 +171,7 @@ func TestBucketsOfNoColumnsDoNotPanic(t *testing.T) {
 func TestSince(t *testing.T) {
 	r := NewRing(3*blockSize + 5)
 	for i := 0; i < 1000; i++ {
-		r.Push(at(i), uint64(i))
+		r.Push(ringAt(i), uint64(i))
 	}
 	w := r.Window() // samples 611..999
 	cases := []struct {
@@ -179,11 +179,11 @@ func TestSince(t *testing.T) {
 		wantFirst int
 		wantLen   int
 	}{
-		{at(0), 611, 389},                         // before the window: all of it
-		{at(700), 700, 300},                       // exactly on a sample
-		{at(700).Add(time.Millisecond), 701, 299}, // between samples
-		{at(999), 999, 1},
-		{at(1000), -1, 0}, // after the newest: empty
+		{ringAt(0), 611, 389},                         // before the window: all of it
+		{ringAt(700), 700, 300},                       // exactly on a sample
+		{ringAt(700).Add(time.Millisecond), 701, 299}, // between samples
+		{ringAt(999), 999, 1},
+		{ringAt(1000), -1, 0}, // after the newest: empty
 	}
 	for _, c := range cases {
 		s := w.Since(c.since)
@@ -193,7 +193,7 @@ func TestSince(t *testing.T) {
 		if c.wantLen == 0 {
 			continue
 		}
-		vs := values(s)
+		vs := windowValues(s)
 		for i, v := range vs {
 			if v != uint64(c.wantFirst+i) {
 				t.Fatalf("Since(%v)[%d] = %d, want %d", c.since, i, v, c.wantFirst+i)
@@ -203,9 +203,9 @@ func TestSince(t *testing.T) {
 }
 
 func TestWindowOf(t *testing.T) {
-	times := []time.Time{at(0), at(1), at(2)}
+	times := []time.Time{ringAt(0), ringAt(1), ringAt(2)}
 	w := WindowOf(times, []uint64{3, 9, 4})
-	if got := values(w); len(got) != 3 || got[1] != 9 || w.Max() != 9 {
+	if got := windowValues(w); len(got) != 3 || got[1] != 9 || w.Max() != 9 {
 		t.Fatalf("WindowOf = %v", got)
 	}
 	if WindowOf(nil, nil).Len() != 0 {
@@ -216,16 +216,16 @@ func TestWindowOf(t *testing.T) {
 func TestWindowIsUnchangedByLaterPushes(t *testing.T) {
 	r := NewRing(2*blockSize + 3)
 	for i := 0; i < 300; i++ {
-		r.Push(at(i), uint64(i))
+		r.Push(ringAt(i), uint64(i))
 	}
 	w := r.Window()
-	before := values(w)
+	before := windowValues(w)
 	first, max := w.First(), w.Max()
 	// Wrap the ring several times over.
 	for i := 300; i < 300+10*r.Cap(); i++ {
-		r.Push(at(i), uint64(1_000_000+i))
+		r.Push(ringAt(i), uint64(1_000_000+i))
 	}
-	after := values(w)
+	after := windowValues(w)
 	if len(after) != len(before) {
 		t.Fatalf("window length changed from %d to %d", len(before), len(after))
 	}
@@ -253,7 +253,7 @@ func TestRingWindowsAcrossGoroutines(t *testing.T) {
 		var held []Window
 		var snaps [][]uint64
 		for w := range ch {
-			vs := values(w)
+			vs := windowValues(w)
 			for i := 1; i < len(vs); i++ {
 				if vs[i] != vs[i-1]+1 {
 					select {
@@ -266,7 +266,7 @@ func TestRingWindowsAcrossGoroutines(t *testing.T) {
 			snaps = append(snaps, vs)
 			// Re-read every window held so far while the writer pushes.
 			for k := range held {
-				if got := values(held[k]); len(got) != len(snaps[k]) || len(got) > 0 && got[len(got)-1] != snaps[k][len(got)-1] {
+				if got := windowValues(held[k]); len(got) != len(snaps[k]) || len(got) > 0 && got[len(got)-1] != snaps[k][len(got)-1] {
 					select {
 					case errs <- "a held window changed":
 					default:
@@ -279,7 +279,7 @@ func TestRingWindowsAcrossGoroutines(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20000; i++ {
-		r.Push(at(i), uint64(i))
+		r.Push(ringAt(i), uint64(i))
 		if i%97 == 0 {
 			ch <- r.Window()
 		}

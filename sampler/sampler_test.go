@@ -1,0 +1,573 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const fakeGiB = 1 << 30
+
+// fakeSource is a scripted Source. Tests set its fields between ticks; the
+// mutex makes that safe while Run polls it from its own goroutine.
+type fakeSource struct {
+	mu       sync.Mutex
+	info     SourceInfo
+	mem      []MemSample
+	procs    []ProcSample
+	procErrs []error // per device
+	util     map[UtilKey]float64
+	// srcErr fails a whole read; panicIn names a method that panics.
+	srcErr  error
+	panicIn string
+
+	memCalls, procCalls, utilCalls []time.Time
+	closes                         int
+	memRead                        chan struct{} // signalled on each ReadMemory, if set
+}
+
+func newFake(n int) *fakeSource {
+	f := &fakeSource{info: SourceInfo{Kind: "fake", Hostname: "host"}}
+	for i := 0; i < n; i++ {
+		f.info.Devices = append(f.info.Devices, DeviceInfo{ID: string(rune('0' + i)), Index: i, Name: "GPU"})
+		f.mem = append(f.mem, MemSample{Total: 80 * fakeGiB, Used: fakeGiB, Free: 79 * fakeGiB})
+	}
+	f.procErrs = make([]error, n)
+	return f
+}
+
+func (f *fakeSource) setUsed(dev int, used uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mem[dev].Used, f.mem[dev].Free = used, f.mem[dev].Total-used
+}
+
+func (f *fakeSource) setProcs(ps ...ProcSample) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.procs = ps
+}
+
+func (f *fakeSource) Info() SourceInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.panicIn == "info" {
+		panic("info exploded")
+	}
+	info := f.info
+	info.Devices = append([]DeviceInfo(nil), f.info.Devices...)
+	return info
+}
+
+func (f *fakeSource) ReadMemory(now time.Time, out []MemSample) error {
+	f.mu.Lock()
+	f.memCalls = append(f.memCalls, now)
+	if f.panicIn == "memory" {
+		f.mu.Unlock()
+		panic("memory exploded")
+	}
+	copy(out, f.mem)
+	err := f.srcErr
+	ch := f.memRead
+	f.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+func (f *fakeSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]ProcSample, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.procCalls = append(f.procCalls, now)
+	if f.panicIn == "processes" {
+		panic("process list exploded")
+	}
+	if f.srcErr != nil {
+		return buf, f.srcErr
+	}
+	copy(errs, f.procErrs)
+	return append(buf, f.procs...), nil
+}
+
+func (f *fakeSource) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.utilCalls = append(f.utilCalls, now)
+	for k, v := range f.util {
+		out[k] = v
+	}
+	return nil
+}
+
+func (f *fakeSource) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closes++
+	return nil
+}
+
+func (f *fakeSource) calls() (mem, proc, util []time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.memCalls...), append([]time.Time(nil), f.procCalls...), append([]time.Time(nil), f.utilCalls...)
+}
+
+func fakeProc(dev int, pid uint32, used uint64, started time.Time) ProcSample {
+	return ProcSample{Device: dev, PID: pid, UsedBytes: used, HasUsed: true, Type: "compute",
+		User: "u", Command: "cmd", Visible: true, StartTime: started}
+}
+
+func newSampler(t *testing.T, src Source, cfg Config) *Sampler {
+	t.Helper()
+	s, err := New(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func findProcess(t *testing.T, d Device, pid uint32, started time.Time) (Process, bool) {
+	t.Helper()
+	for _, p := range d.Processes {
+		if p.PID == pid && p.StartTime.Equal(started) {
+			return p, true
+		}
+	}
+	return Process{}, false
+}
+
+// closestGap is the shortest gap between consecutive times.
+func closestGap(ts []time.Time) time.Duration {
+	gap := time.Duration(1<<63 - 1)
+	for i := 1; i < len(ts); i++ {
+		gap = min(gap, ts[i].Sub(ts[i-1]))
+	}
+	return gap
+}
+
+func TestCadenceAtFastInterval(t *testing.T) {
+	f := newFake(2)
+	f.setProcs(fakeProc(0, 10, fakeGiB, ringT0))
+	s := newSampler(t, f, Config{Interval: 50 * time.Millisecond})
+	var pubs []time.Time
+	for i := 0; i <= 40; i++ { // 2 s of ticks at 50 ms
+		now := ringT0.Add(time.Duration(i) * 50 * time.Millisecond)
+		if _, ok := s.Tick(now); ok {
+			pubs = append(pubs, now)
+		}
+	}
+	mem, procs, util := f.calls()
+	if len(mem) != 41 {
+		t.Errorf("device memory read %d times in 41 ticks, want every tick", len(mem))
+	}
+	if len(procs) != 9 || closestGap(procs) < MinProcessInterval {
+		t.Errorf("process lists at %d times, closest %v apart; want 9, every %v", len(procs), closestGap(procs), MinProcessInterval)
+	}
+	if len(util) != 3 || closestGap(util) < MinProcUtilInterval {
+		t.Errorf("process utilization read %d times, closest %v apart; want 3, every %v", len(util), closestGap(util), MinProcUtilInterval)
+	}
+	if len(pubs) != 9 || closestGap(pubs) < MinPublishInterval {
+		t.Errorf("published %d times, closest %v apart; want 9, every %v", len(pubs), closestGap(pubs), MinPublishInterval)
+	}
+}
+
+func TestSamplesBetweenPublishesKeepTheirPeak(t *testing.T) {
+	// At 50 ms a 100 ms spike falls between two snapshots; the next
+	// snapshot's history still holds it.
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: 50 * time.Millisecond})
+	s.Tick(ringT0)
+	for i := 1; i <= 5; i++ {
+		used := uint64(2 * fakeGiB)
+		if i == 2 || i == 3 {
+			used = 70 * fakeGiB
+		}
+		f.setUsed(0, used)
+		snap, ok := s.Tick(ringT0.Add(time.Duration(i) * 50 * time.Millisecond))
+		if ok != (i == 5) {
+			t.Fatalf("tick %d: published %v", i, ok)
+		}
+		if ok {
+			d := snap.Devices[0]
+			if d.MemoryUsed != 2*fakeGiB || d.History.Max() != 70*fakeGiB || d.PeakUsed != 70*fakeGiB {
+				t.Fatalf("used %d, history max %d, peak %d; want the spike kept in the history", d.MemoryUsed, d.History.Max(), d.PeakUsed)
+			}
+			if d.History.Len() != 6 {
+				t.Fatalf("history holds %d samples, want all 6", d.History.Len())
+			}
+		}
+	}
+}
+
+func TestTimerJitterDoesNotSkipTicks(t *testing.T) {
+	// A 1 s timer fires a little late by a varying amount, so some ticks
+	// come slightly less than 1 s after the previous one. Each must still
+	// list processes and publish: the screen updates every second, not
+	// every other.
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	late := []time.Duration{3, 1, 2500, 200, 4, 900, 1, 1} // µs
+	published := 0
+	for i, l := range late {
+		now := ringT0.Add(time.Duration(i)*time.Second + l*time.Microsecond)
+		if _, ok := s.Tick(now); ok {
+			published++
+		}
+	}
+	_, procs, _ := f.calls()
+	if published != len(late) || len(procs) != len(late) {
+		t.Fatalf("%d ticks: %d snapshots and %d process lists, want one of each per tick", len(late), published, len(procs))
+	}
+}
+
+func TestExitedProcessKeptWithItsPeakThenDropped(t *testing.T) {
+	ttl := 10 * time.Second
+	f := newFake(1)
+	f.setUsed(0, 20*fakeGiB)
+	s := newSampler(t, f, Config{Interval: time.Second, ExitedTTL: ttl})
+	start := ringT0.Add(-time.Hour)
+	other := fakeProc(0, 7, 2*fakeGiB, ringT0.Add(-time.Minute))
+	for i, used := range []uint64{fakeGiB, 3 * fakeGiB, 2 * fakeGiB} {
+		f.setProcs(fakeProc(0, 100, used, start), other)
+		s.Tick(ringAt(i))
+	}
+	lastSeen := ringAt(2)
+	f.setProcs(other)
+	snap, _ := s.Tick(ringAt(3))
+	p, ok := findProcess(t, snap.Devices[0], 100, start)
+	if !ok {
+		t.Fatal("a process that just exited vanished from the list")
+	}
+	if !p.Exited || p.UsedBytes != nil || p.PeakBytes != 3*fakeGiB {
+		t.Fatalf("exited process: Exited %v, UsedBytes %v, PeakBytes %d; want exited, no current usage, peak 3 GiB", p.Exited, p.UsedBytes, p.PeakBytes)
+	}
+	if last := snap.Devices[0].Processes[len(snap.Devices[0].Processes)-1]; last.PID != 100 {
+		t.Fatalf("exited process listed before a live one: %+v", snap.Devices[0].Processes)
+	}
+	if u := snap.Devices[0].Unattributed; u == nil || *u != 18*fakeGiB {
+		t.Fatalf("unattributed = %v, want 18 GiB: an exited process no longer accounts for memory", u)
+	}
+	snap, _ = s.Tick(lastSeen.Add(ttl - time.Second))
+	if _, ok := findProcess(t, snap.Devices[0], 100, start); !ok {
+		t.Fatal("exited process dropped before its time was up")
+	}
+	snap, _ = s.Tick(lastSeen.Add(ttl + time.Second))
+	if _, ok := findProcess(t, snap.Devices[0], 100, start); ok {
+		t.Fatal("exited process still listed after ExitedTTL")
+	}
+	if _, ok := findProcess(t, snap.Devices[0], 7, other.StartTime); !ok {
+		t.Fatal("the live process went missing")
+	}
+}
+
+func TestReusedPIDIsANewProcess(t *testing.T) {
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	oldStart, newStart := ringT0.Add(-time.Hour), ringT0.Add(2*time.Second)
+	f.setProcs(fakeProc(0, 4242, 30*fakeGiB, oldStart))
+	s.Tick(ringAt(0))
+	s.Tick(ringAt(1))
+	f.setProcs(fakeProc(0, 4242, 5*fakeGiB, newStart))
+	snap, _ := s.Tick(ringAt(2))
+	old, okOld := findProcess(t, snap.Devices[0], 4242, oldStart)
+	cur, okNew := findProcess(t, snap.Devices[0], 4242, newStart)
+	if !okOld || !okNew {
+		t.Fatalf("want the old and the new process with PID 4242, got %+v", snap.Devices[0].Processes)
+	}
+	if !old.Exited || cur.Exited {
+		t.Fatalf("old exited %v, new exited %v", old.Exited, cur.Exited)
+	}
+	if cur.PeakBytes != 5*fakeGiB || !cur.FirstSeen.Equal(ringAt(2)) || cur.History.Len() != 1 {
+		t.Fatalf("new process inherited the old one's state: peak %d, first seen %v, %d history samples", cur.PeakBytes, cur.FirstSeen, cur.History.Len())
+	}
+}
+
+func TestDeviceErrorIsIsolated(t *testing.T) {
+	f := newFake(3)
+	f.setProcs(fakeProc(0, 1, fakeGiB, ringT0), fakeProc(1, 2, fakeGiB, ringT0), fakeProc(2, 3, fakeGiB, ringT0))
+	s := newSampler(t, f, Config{Interval: time.Second})
+	s.Tick(ringAt(0))
+
+	f.mu.Lock()
+	f.mem[1] = MemSample{Err: errors.New("GPU is lost")}
+	f.procErrs[2] = errors.New("no permission")
+	f.procs = []ProcSample{fakeProc(1, 2, fakeGiB, ringT0)} // device 2's list failed; device 0's process exited
+	f.mu.Unlock()
+	f.setUsed(0, 5*fakeGiB)
+	f.setUsed(2, 6*fakeGiB)
+	snap, _ := s.Tick(ringAt(1))
+
+	if snap.Err != "" {
+		t.Fatalf("one failing device failed the whole snapshot: %q", snap.Err)
+	}
+	d0, d1, d2 := snap.Devices[0], snap.Devices[1], snap.Devices[2]
+	if !strings.Contains(d1.Err, "GPU is lost") {
+		t.Fatalf("device 1 error = %q, want the device's error", d1.Err)
+	}
+	if d0.Err != "" || d0.MemoryUsed != 5*fakeGiB || d2.MemoryUsed != 6*fakeGiB {
+		t.Fatalf("the other devices stopped reporting: d0 %q %d, d2 %d", d0.Err, d0.MemoryUsed, d2.MemoryUsed)
+	}
+	if d1.History.Len() != 1 {
+		t.Fatalf("a failed reading went into device 1's history (%d samples)", d1.History.Len())
+	}
+	if !strings.Contains(d2.Err, "no permission") {
+		t.Fatalf("device 2 error = %q, want its process-list error", d2.Err)
+	}
+	if p, ok := findProcess(t, d2, 3, ringT0); !ok || p.Exited {
+		t.Fatal("a process on a device whose list failed was marked exited")
+	}
+	if p, ok := findProcess(t, d0, 1, ringT0); !ok || !p.Exited {
+		t.Fatal("device 0's listing stopped working when device 2's failed")
+	}
+
+	// The device recovers.
+	f.mu.Lock()
+	f.mem[1] = MemSample{Total: 80 * fakeGiB, Used: 9 * fakeGiB, Free: 71 * fakeGiB}
+	f.procErrs[2] = nil
+	f.mu.Unlock()
+	snap, _ = s.Tick(ringAt(2))
+	if d := snap.Devices[1]; d.Err != "" || d.MemoryUsed != 9*fakeGiB {
+		t.Fatalf("device 1 after recovery: %q, used %d", d.Err, d.MemoryUsed)
+	}
+}
+
+func TestSourceFailureKeepsLastValues(t *testing.T) {
+	f := newFake(1)
+	f.setUsed(0, 4*fakeGiB)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	s.Tick(ringAt(0))
+	f.mu.Lock()
+	f.srcErr = errors.New("driver went away")
+	f.mu.Unlock()
+	f.setUsed(0, 50*fakeGiB)
+	snap, _ := s.Tick(ringAt(1))
+	if !strings.Contains(snap.Err, "driver went away") || snap.Devices[0].MemoryUsed != 4*fakeGiB {
+		t.Fatalf("snapshot Err %q, used %d; want the error and the last known value", snap.Err, snap.Devices[0].MemoryUsed)
+	}
+}
+
+func TestPanicInSourceIsRecovered(t *testing.T) {
+	for _, where := range []string{"memory", "processes", "info"} {
+		t.Run(where, func(t *testing.T) {
+			f := newFake(1)
+			f.setProcs(fakeProc(0, 1, fakeGiB, ringT0))
+			s := newSampler(t, f, Config{Interval: time.Second})
+			s.Tick(ringAt(0))
+			f.mu.Lock()
+			f.panicIn = where
+			f.mu.Unlock()
+			snap, ok := s.Tick(ringAt(1))
+			if !ok || snap.Err == "" || !strings.Contains(strings.Join(snap.Warnings, "\n"), "panic") {
+				t.Fatalf("published %v, Err %q, warnings %q; want the panic reported", ok, snap.Err, snap.Warnings)
+			}
+			f.mu.Lock()
+			f.panicIn = ""
+			f.mu.Unlock()
+			f.setUsed(0, 7*fakeGiB)
+			snap, ok = s.Tick(ringAt(2))
+			if !ok || snap.Err != "" || len(snap.Warnings) != 0 || snap.Devices[0].MemoryUsed != 7*fakeGiB {
+				t.Fatalf("next tick: published %v, Err %q, warnings %q, used %d; want a clean reading", ok, snap.Err, snap.Warnings, snap.Devices[0].MemoryUsed)
+			}
+			if _, ok := findProcess(t, snap.Devices[0], 1, ringT0); !ok {
+				t.Fatal("processes lost after the panic")
+			}
+		})
+	}
+}
+
+func TestUnattributed(t *testing.T) {
+	na := fakeProc(0, 3, 0, ringT0)
+	na.HasUsed = false
+	cases := []struct {
+		name  string
+		procs []ProcSample
+		want  *uint64
+	}{
+		{"no processes", nil, Ptr(uint64(10 * fakeGiB))},
+		{"used minus processes", []ProcSample{fakeProc(0, 1, 3*fakeGiB, ringT0), fakeProc(0, 2, 4*fakeGiB, ringT0)}, Ptr(uint64(3 * fakeGiB))},
+		{"a process of unknown usage", []ProcSample{fakeProc(0, 1, 3*fakeGiB, ringT0), na}, nil},
+		{"processes over used", []ProcSample{fakeProc(0, 1, 6*fakeGiB, ringT0), fakeProc(0, 2, 6*fakeGiB, ringT0)}, Ptr(uint64(0))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake(1)
+			f.setUsed(0, 10*fakeGiB)
+			f.setProcs(c.procs...)
+			snap, _ := newSampler(t, f, Config{}).Tick(ringT0)
+			got := snap.Devices[0].Unattributed
+			if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+				t.Fatalf("unattributed = %v, want %v", derefOrNil(got), derefOrNil(c.want))
+			}
+			if na := snap.Devices[0].Processes; len(c.procs) > 1 && c.procs[1].HasUsed == false && na[len(na)-1].UsedBytes != nil {
+				t.Fatal("unknown process usage shown as a number")
+			}
+		})
+	}
+	t.Run("MIG parent", func(t *testing.T) {
+		f := newFake(1)
+		f.info.Devices[0].MIGEnabled = true
+		snap, _ := newSampler(t, f, Config{}).Tick(ringT0)
+		if snap.Devices[0].Unattributed != nil {
+			t.Fatal("a MIG parent's memory belongs to its instances: no unattributed figure")
+		}
+	})
+}
+
+func derefOrNil(p *uint64) any {
+	if p == nil {
+		return "nil"
+	}
+	return *p
+}
+
+func TestProcessUtilization(t *testing.T) {
+	f := newFake(1)
+	f.setProcs(fakeProc(0, 1, fakeGiB, ringT0), fakeProc(0, 2, fakeGiB, ringT0))
+	f.util = map[UtilKey]float64{{Device: 0, PID: 1}: 42}
+	s := newSampler(t, f, Config{Interval: time.Second})
+	snap, _ := s.Tick(ringAt(0))
+	p1, _ := findProcess(t, snap.Devices[0], 1, ringT0)
+	p2, _ := findProcess(t, snap.Devices[0], 2, ringT0)
+	if p1.UtilizationPercent == nil || *p1.UtilizationPercent != 42 || p2.UtilizationPercent != nil {
+		t.Fatalf("utilization: pid 1 %v, pid 2 %v; want 42 and absent", p1.UtilizationPercent, p2.UtilizationPercent)
+	}
+	// No new samples: the last value stays.
+	f.mu.Lock()
+	f.util = nil
+	f.mu.Unlock()
+	snap, _ = s.Tick(ringAt(1))
+	if p1, _ := findProcess(t, snap.Devices[0], 1, ringT0); p1.UtilizationPercent == nil || *p1.UtilizationPercent != 42 {
+		t.Fatal("no new utilization samples erased the last one")
+	}
+}
+
+func TestSnapshotIsUnchangedByLaterTicks(t *testing.T) {
+	f := newFake(1)
+	f.setUsed(0, 3*fakeGiB)
+	f.setProcs(fakeProc(0, 1, fakeGiB, ringT0))
+	s := newSampler(t, f, Config{Interval: time.Second})
+	first, _ := s.Tick(ringAt(0))
+	for i := 1; i < 300; i++ {
+		f.setUsed(0, uint64(i)*fakeGiB/8)
+		f.setProcs(fakeProc(0, 1, uint64(i)*fakeGiB/16, ringT0), fakeProc(0, uint32(i+1), fakeGiB, ringT0))
+		s.Tick(ringAt(i))
+	}
+	d := first.Devices[0]
+	if d.MemoryUsed != 3*fakeGiB || d.History.Len() != 1 || d.History.Max() != 3*fakeGiB || len(d.Processes) != 1 || d.Processes[0].Used() != fakeGiB || d.Processes[0].History.Len() != 1 {
+		t.Fatalf("a published snapshot changed: %+v", d)
+	}
+}
+
+func TestSubscribeIsLatestWins(t *testing.T) {
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	a, b := s.Subscribe(), s.Subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 5; i++ { // nobody reads meanwhile
+			s.Tick(ringAt(i))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sampler blocked on subscribers that do not read")
+	}
+	for _, ch := range []<-chan Snapshot{a, b} {
+		snap := <-ch
+		if snap.Seq != 5 || !snap.Time.Equal(ringAt(4)) {
+			t.Fatalf("subscriber got seq %d at %v, want the latest (5)", snap.Seq, snap.Time)
+		}
+		select {
+		case old := <-ch:
+			t.Fatalf("subscriber got a stale snapshot after the latest: seq %d", old.Seq)
+		default:
+		}
+	}
+	if l, ok := s.Latest(); !ok || l.Seq != 5 {
+		t.Fatalf("Latest = seq %d, %v", l.Seq, ok)
+	}
+}
+
+func TestRunStopsOnCancelAndClosesOnce(t *testing.T) {
+	f := newFake(1)
+	f.memRead = make(chan struct{}, 1)
+	s := newSampler(t, f, Config{Interval: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	<-f.memRead
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v on cancel", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not stop on cancel")
+	}
+	s.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closes != 1 {
+		t.Fatalf("source closed %d times, want once", f.closes)
+	}
+}
+
+func TestSetIntervalTakesEffect(t *testing.T) {
+	f := newFake(1)
+	f.memRead = make(chan struct{}, 1)
+	s := newSampler(t, f, Config{Interval: 10 * time.Second})
+	sub := s.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-f.memRead // the first reading; the next one is 10 s away
+
+	s.SetInterval(time.Millisecond) // below the minimum: clamped
+	deadline := time.After(2 * time.Second)
+	for n := 0; n < 8; {
+		select {
+		case <-f.memRead:
+			n++
+		case <-deadline:
+			t.Fatalf("%d readings within 2 s of switching to %v", n, MinInterval)
+		}
+	}
+	for {
+		select {
+		case snap := <-sub:
+			if snap.Interval == MinInterval {
+				return
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no snapshot reports the new interval")
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{Interval: 10 * time.Millisecond},
+		{Interval: time.Second, History: time.Millisecond * 500},
+		{ExitedTTL: -time.Second},
+	} {
+		if _, err := New(newFake(1), c); err == nil {
+			t.Errorf("New accepted %+v", c)
+		}
+	}
+	s, err := New(newFake(1), Config{})
+	if err != nil || s.Interval() != DefaultInterval {
+		t.Fatalf("defaults: %v, interval %v", err, s.Interval())
+	}
+}
