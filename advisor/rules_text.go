@@ -74,11 +74,14 @@ func pct(v float64) string {
 }
 
 // rateText writes a rate in bytes per minute: "+512 MiB/min".
+// A fitted rate carries float noise: it is rounded to the KiB first.
 func rateText(perMin float64) string {
+	sign := "+"
 	if perMin < 0 {
-		return "-" + FormatBytes(uint64(-perMin)) + "/min"
+		sign, perMin = "-", -perMin
 	}
-	return "+" + FormatBytes(uint64(perMin)) + "/min"
+	kibs := math.Round(perMin / float64(oneKiB))
+	return sign + FormatBytes(uint64(kibs)*oneKiB) + "/min"
 }
 
 // minutesText writes a duration as whole minutes, "under a minute" below one.
