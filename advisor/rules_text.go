@@ -56,7 +56,12 @@ func shortCommand(cmd string) string {
 			if strings.HasPrefix(a, "-") {
 				continue // flags; after -m the module name follows
 			}
-			out += " " + path.Base(a)
+			a = path.Base(a)
+			// A long module name (python -m a.b.c.d) keeps its ends.
+			if i, j := strings.Index(a, "."), strings.LastIndex(a, "."); len(a) > 24 && i != j {
+				a = a[:i] + "…" + a[j+1:]
+			}
+			out += " " + a
 			break
 		}
 	}
