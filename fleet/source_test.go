@@ -1,0 +1,401 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/sampler"
+)
+
+const (
+	mib = 1 << 20
+	gib = 1 << 30
+)
+
+// fakeProm answers /api/v1/query and /api/v1/query_range from canned
+// series, as Prometheus's HTTP API does.
+type fakeProm struct {
+	mu      sync.Mutex
+	series  map[string][]fakeSeries // by query
+	ranges  map[string][]fakeRange  // by query
+	failing map[string]bool         // queries answered with an error
+	queries []string
+}
+
+type fakeSeries struct {
+	labels map[string]string
+	value  float64
+}
+
+type fakeRange struct {
+	labels map[string]string
+	points [][2]float64 // unix seconds, value
+}
+
+func newFakeProm() *fakeProm {
+	return &fakeProm{series: map[string][]fakeSeries{}, ranges: map[string][]fakeRange{}, failing: map[string]bool{}}
+}
+
+func (f *fakeProm) set(q string, s ...fakeSeries) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.series[q] = s
+}
+
+func (f *fakeProm) fail(q string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing[q] = on
+}
+
+func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	q := r.Form.Get("query")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, q)
+	w.Header().Set("Content-Type", "application/json")
+	if f.failing[q] {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`)
+		return
+	}
+	type res struct {
+		Metric map[string]string `json:"metric"`
+		Value  []any             `json:"value,omitempty"`
+		Values [][]any           `json:"values,omitempty"`
+	}
+	out := []res{}
+	kind := "vector"
+	switch r.URL.Path {
+	case "/api/v1/query":
+		for _, s := range f.series[q] {
+			out = append(out, res{Metric: s.labels, Value: []any{1764417600.5, fmt.Sprint(s.value)}})
+		}
+	case "/api/v1/query_range":
+		kind = "matrix"
+		for _, s := range f.ranges[q] {
+			rr := res{Metric: s.labels}
+			for _, p := range s.points {
+				rr.Values = append(rr.Values, []any{p[0], fmt.Sprint(p[1])})
+			}
+			out = append(out, rr)
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": kind, "result": out}})
+}
+
+func lbl(name string, kv ...string) map[string]string {
+	m := map[string]string{"__name__": name, "job": "vramtop", "instance": "10.0.0.1:9400"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// hostA runs vramtop: an H100 with two processes and an A100 in MIG mode
+// with one instance. hostB runs only dcgm-exporter.
+func (f *fakeProm) fleet(usedA uint64) {
+	h100 := []string{"Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "modelName", "NVIDIA H100 80GB HBM3"}
+	a100 := []string{"Hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "modelName", "NVIDIA A100-SXM4-80GB"}
+	mig := append(append([]string{}, a100...), "GPU_I_ID", "2", "GPU_I_PROFILE", "3g.40gb", "UUID", "MIG-a1-2")
+	f.set(QueryDevices,
+		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", h100...), 80 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", h100...), float64(usedA)},
+		fakeSeries{lbl("vramtop_gpu_memory_free_bytes", h100...), float64(80*gib - 616*mib - usedA)},
+		fakeSeries{lbl("vramtop_gpu_memory_reserved_bytes", h100...), 616 * mib},
+		fakeSeries{lbl("vramtop_gpu_utilization_ratio", h100...), 0.42},
+		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", a100...), 80 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", a100...), 10 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_free_bytes", a100...), 70 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", mig...), 40 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", mig...), 10 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_free_bytes", mig...), 30 * gib},
+		fakeSeries{lbl("vramtop_up", "Hostname", "hostA"), 1},
+	)
+	f.set(QueryProcs,
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "4242", "user", "alice", "command", "python3 train.py", "type", "compute"), 9 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "77", "user", "bob", "command", "jupyter", "type", "compute"), 1 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "1", "GPU_I_ID", "2", "UUID", "MIG-a1-2", "pid", "5000", "user", "dave", "command", "serve", "type", "compute"), 10 * gib},
+	)
+	b0 := []string{"Hostname", "hostB", "gpu", "0", "UUID", "GPU-b0", "pci_bus_id", "00000000:3B:00.0", "device", "nvidia0", "modelName", "Tesla V100-SXM2-16GB", "instance", "10.0.0.2:9400", "job", "dcgm"}
+	f.set(QueryDCGM,
+		// vramtop exports these too; its own series win.
+		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", h100...), 1},
+		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", b0...), 2049},
+		fakeSeries{lbl("DCGM_FI_DEV_FB_FREE", b0...), 14000},
+		fakeSeries{lbl("DCGM_FI_DEV_FB_RESERVED", b0...), 335},
+		fakeSeries{lbl("DCGM_FI_DEV_GPU_UTIL", b0...), 73},
+	)
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newFleet(t *testing.T, url string, history time.Duration) (*Source, *sampler.Sampler, *clock) {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	src, err := Open(context.Background(), Config{URL: url, Interval: 5 * time.Second, History: history, Timeout: 5 * time.Second, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sampler.New(src, sampler.Config{Interval: 5 * time.Second, History: time.Hour, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return src, s, clk
+}
+
+func deviceIDs(snap sampler.Snapshot) []string {
+	var ids []string
+	for _, d := range snap.Devices {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+func TestFleetVramtopAndDCGMHosts(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, _ := newFleet(t, srv.URL, 0)
+	snap := s.Once()
+
+	if snap.Err != "" {
+		t.Fatalf("snapshot error %q", snap.Err)
+	}
+	if snap.Source != "fleet" {
+		t.Errorf("source %q, want fleet", snap.Source)
+	}
+	if got, want := strings.Join(deviceIDs(snap), " "), "hostA:0 hostA:1 hostA:1/2 hostB:0"; got != want {
+		t.Fatalf("devices %q, want %q", got, want)
+	}
+	h100, _ := snap.Device("hostA:0")
+	if h100.Hostname != "hostA" || h100.Name != "NVIDIA H100 80GB HBM3" || h100.UUID != "GPU-a0" || h100.PCIBusID != "00000000:18:00.0" {
+		t.Errorf("H100 identity: %+v", h100)
+	}
+	if h100.MemoryTotal != 80*gib || h100.MemoryUsed != 20*gib || h100.MemoryReserved == nil || *h100.MemoryReserved != 616*mib {
+		t.Errorf("H100 memory: total %d used %d reserved %v", h100.MemoryTotal, h100.MemoryUsed, h100.MemoryReserved)
+	}
+	if h100.UtilizationPercent == nil || *h100.UtilizationPercent != 42 {
+		t.Errorf("H100 utilization %v, want 42%%", h100.UtilizationPercent)
+	}
+	if len(h100.Processes) != 2 || h100.Processes[0].PID != 4242 || h100.Processes[0].User != "alice" ||
+		h100.Processes[0].Command != "python3 train.py" || h100.Processes[0].Used() != 9*gib {
+		t.Errorf("H100 processes: %+v", h100.Processes)
+	}
+	if h100.Unattributed == nil || *h100.Unattributed != 10*gib {
+		t.Errorf("H100 unattributed %v, want 10 GiB (20 used, 10 by processes)", h100.Unattributed)
+	}
+
+	parent, _ := snap.Device("hostA:1")
+	inst, _ := snap.Device("hostA:1/2")
+	if !parent.MIGEnabled || inst.MIG == nil || inst.MIG.ParentIndex != 1 || inst.MIG.GPUInstanceID != 2 || inst.MIG.Profile != "3g.40gb" {
+		t.Errorf("MIG: parent enabled %v, instance %+v", parent.MIGEnabled, inst.MIG)
+	}
+	if len(inst.Processes) != 1 || inst.Processes[0].PID != 5000 {
+		t.Errorf("MIG instance processes: %+v", inst.Processes)
+	}
+
+	v100, _ := snap.Device("hostB:0")
+	if v100.Hostname != "hostB" || v100.Name != "Tesla V100-SXM2-16GB" {
+		t.Errorf("dcgm-only device identity: %+v", v100)
+	}
+	if v100.MemoryUsed != 2049*mib || v100.MemoryFree != 14000*mib || v100.MemoryTotal != (2049+14000+335)*mib {
+		t.Errorf("dcgm-only device memory: used %d free %d total %d", v100.MemoryUsed, v100.MemoryFree, v100.MemoryTotal)
+	}
+	if v100.UtilizationPercent == nil || *v100.UtilizationPercent != 73 {
+		t.Errorf("dcgm-only utilization %v, want 73", v100.UtilizationPercent)
+	}
+	if len(v100.Processes) != 0 {
+		t.Errorf("dcgm-only device has processes: %+v", v100.Processes)
+	}
+
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"id":"hostB:0","index":0,"hostname":"hostB"`) {
+		t.Errorf("JSON lacks the device's hostname:\n%s", b)
+	}
+}
+
+func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, clk := newFleet(t, srv.URL, 0)
+	s.Once()
+
+	// One of the three queries fails: the error shows, nothing changes.
+	fp.fleet(30 * gib)
+	fp.fail(QueryDCGM, true)
+	clk.t = clk.t.Add(5 * time.Second)
+	snap, ok := s.Tick(clk.t)
+	if !ok {
+		t.Fatal("no snapshot published")
+	}
+	if !strings.Contains(snap.Err, "timeout") || !strings.Contains(snap.Err, "DCGM") {
+		t.Errorf("snapshot error %q, want the failing query's", snap.Err)
+	}
+	if got := strings.Join(deviceIDs(snap), " "); got != "hostA:0 hostA:1 hostA:1/2 hostB:0" {
+		t.Errorf("devices during the failure: %q", got)
+	}
+	if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || len(d.Processes) != 2 {
+		t.Errorf("during the failure hostA:0 shows used %d, %d processes; want the last known 20 GiB, 2", d.MemoryUsed, len(d.Processes))
+	}
+	if d, _ := snap.Device("hostB:0"); d.MemoryUsed != 2049*mib {
+		t.Errorf("during the failure hostB:0 shows used %d, want the last known", d.MemoryUsed)
+	}
+
+	// Prometheus answers again: the next tick recovers.
+	fp.fail(QueryDCGM, false)
+	clk.t = clk.t.Add(5 * time.Second)
+	snap, _ = s.Tick(clk.t)
+	if snap.Err != "" {
+		t.Errorf("error %q after recovery", snap.Err)
+	}
+	if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 30*gib {
+		t.Errorf("after recovery hostA:0 shows used %d, want 30 GiB", d.MemoryUsed)
+	}
+}
+
+func TestFleetPrometheusUnreachable(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	_, s, clk := newFleet(t, srv.URL, time.Hour)
+	first := s.Once()
+	if len(first.Devices) != 4 {
+		t.Fatalf("%d devices, want 4", len(first.Devices))
+	}
+	srv.Close()
+	for i := range 3 {
+		clk.t = clk.t.Add(5 * time.Second)
+		snap, _ := s.Tick(clk.t)
+		if snap.Err == "" || !strings.Contains(snap.Err, "prometheus at") {
+			t.Fatalf("tick %d: error %q, want Prometheus unreachable", i, snap.Err)
+		}
+		if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || d.Hostname != "hostA" {
+			t.Fatalf("tick %d: hostA:0 %+v, want its last known values", i, d)
+		}
+	}
+
+	// Unreachable from the start: an error, no devices, no crash.
+	_, s2, _ := newFleet(t, srv.URL, time.Hour)
+	snap := s2.Once()
+	if snap.Err == "" || len(snap.Devices) != 0 {
+		t.Errorf("unreachable from the start: error %q, %d devices", snap.Err, len(snap.Devices))
+	}
+	if len(snap.Warnings) == 0 || !strings.Contains(snap.Warnings[0], "history not read back") {
+		t.Errorf("warnings %q, want the history one", snap.Warnings)
+	}
+}
+
+func TestFleetBackfillsHistory(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC).Unix()
+	fp.ranges["max_over_time(vramtop_gpu_memory_used_bytes[5s])"] = []fakeRange{
+		{labels: lbl("", "Hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1 * gib}, {float64(start + 5), 25 * gib}, {float64(start + 10), 3 * gib}}},
+	}
+	fp.ranges["max_over_time(DCGM_FI_DEV_FB_USED[5s]) * 1048576"] = []fakeRange{
+		// Also exported by vramtop for hostA:0; vramtop's wins.
+		{labels: lbl("", "Hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1}}},
+		{labels: lbl("", "Hostname", "hostB", "gpu", "0"), points: [][2]float64{{float64(start), 100 * mib}, {float64(start + 5), 200 * mib}}},
+	}
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, _ := newFleet(t, srv.URL, time.Hour)
+	snap := s.Once()
+	a, _ := snap.Device("hostA:0")
+	if a.History.Len() != 4 || a.PeakUsed != 25*gib {
+		t.Errorf("hostA:0 history has %d samples, peak %d; want 3 backfilled + 1, peak 25 GiB", a.History.Len(), a.PeakUsed)
+	}
+	if ts, v := a.History.At(1); !ts.Equal(time.Unix(start+5, 0)) || v != 25*gib {
+		t.Errorf("hostA:0 sample 1: %v %d", ts, v)
+	}
+	b, _ := snap.Device("hostB:0")
+	if b.History.Len() != 3 {
+		t.Errorf("hostB:0 history has %d samples, want 2 backfilled + 1", b.History.Len())
+	}
+}
+
+func TestFleetStaleExporter(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	fp.series[QueryDevices] = append(fp.series[QueryDevices][:len(fp.series[QueryDevices])-1],
+		fakeSeries{lbl("vramtop_up", "Hostname", "hostA"), 0})
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, _ := newFleet(t, srv.URL, 0)
+	snap := s.Once()
+	for _, d := range snap.Devices {
+		if d.Hostname == "hostA" && !strings.Contains(d.Err, "no recent GPU sample") {
+			t.Errorf("%s: error %q, want the stale exporter's", d.ID, d.Err)
+		}
+		if d.Hostname == "hostB" && d.Err != "" {
+			t.Errorf("%s: error %q on a healthy host", d.ID, d.Err)
+		}
+	}
+}
+
+func TestFleetHostAppears(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	dcgm := fp.series[QueryDCGM]
+	fp.set(QueryDCGM)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, clk := newFleet(t, srv.URL, 0)
+	if snap := s.Once(); len(snap.Devices) != 3 {
+		t.Fatalf("%d devices before hostB appears, want 3", len(snap.Devices))
+	}
+	fp.set(QueryDCGM, dcgm...)
+	clk.t = clk.t.Add(5 * time.Second)
+	snap, _ := s.Tick(clk.t)
+	if _, ok := snap.Device("hostB:0"); !ok || len(snap.Devices) != 4 {
+		t.Errorf("devices after hostB appears: %q", deviceIDs(snap))
+	}
+}
+
+func TestHostOf(t *testing.T) {
+	for _, tc := range []struct {
+		m    map[string]string
+		want string
+	}{
+		{map[string]string{"Hostname": "a", "hostname": "b", "instance": "c:1"}, "a"},
+		{map[string]string{"hostname": "b", "instance": "c:1"}, "b"},
+		{map[string]string{"instance": "node3:9400"}, "node3"},
+		{map[string]string{"instance": "[::1]:9400"}, "[::1]:9400"},
+	} {
+		if got := HostOf(tc.m); got != tc.want {
+			t.Errorf("HostOf(%v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}
+
+func TestBadURL(t *testing.T) {
+	for _, u := range []string{"", "localhost:9090", "ftp://x"} {
+		if _, err := Open(context.Background(), Config{URL: u}); err == nil {
+			t.Errorf("Open(%q) succeeded, want an error", u)
+		}
+	}
+}
