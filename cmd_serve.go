@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/user"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/exporter"
+)
+
+func init() {
+	register("serve", "export GPU memory as Prometheus metrics (/metrics, /healthz)", runServe)
+}
+
+// defaultListen is loopback only: exporting to other hosts is a choice
+// (--listen :9400), not a default.
+const defaultListen = "127.0.0.1:9400"
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop serve", flag.ContinueOnError)
+	var sf sourceFlags
+	sf.add(fs)
+	listen := fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
+	hostname := fs.String("hostname", "", "the Hostname label of every series (default: this machine's host name)")
+	th := advisor.DefaultThresholds()
+	fs.Float64Var(&th.Warn, "warn", th.Warn, "vramtop_alert: warn when a GPU's memory use passes this `percent`")
+	fs.Float64Var(&th.Crit, "crit", th.Crit, "vramtop_alert: critical when a GPU's memory use passes this `percent`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_* and vramtop_*.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vramtop serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := th.Validate(); err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
+		return exitUsage
+	}
+	// Take the port before touching the GPUs: a second exporter fails
+	// fast, with one line.
+	ln, err := exporter.Listen(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
+		return 1
+	}
+	defer ln.Close()
+	s, code := sf.newSampler(stderr)
+	if s == nil {
+		return code
+	}
+	cfg := advisor.Config{Thresholds: th}
+	if u, err := user.Current(); err == nil {
+		cfg.User = u.Username
+	}
+	coll := exporter.New(s.Latest, exporter.Options{
+		Hostname: *hostname,
+		Version:  version,
+		Monitor:  advisor.NewMonitor(cfg),
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	snaps := s.Subscribe()
+	sampled := make(chan error, 1)
+	go func() { sampled <- s.Run(ctx) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case snap := <-snaps:
+				coll.Observe(snap)
+			}
+		}
+	}()
+	fmt.Fprintf(stderr, "vramtop serve: serving http://%s/metrics\n", ln.Addr())
+	err = exporter.Serve(ctx, ln, exporter.Handler(coll), 5*time.Second)
+	cancel()
+	<-sampled
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
