@@ -7,7 +7,7 @@ import (
 )
 
 // Situation is a set of situations a remedy applies to.
-type Situation uint8
+type Situation uint16
 
 const (
 	// Training: a training process is near full or ran out.
@@ -23,6 +23,15 @@ const (
 	TensorFlow
 	// Habits: code habits that keep memory alive needlessly; no estimate.
 	Habits
+	// JAX: JAX/XLA preallocates most of the card.
+	JAX
+	// MPS: Apple's MPS backend and its memory limit.
+	MPS
+	// VLLM: vLLM's KV cache sizing.
+	VLLM
+	// NoNumbers: an out-of-memory error that says no more (CUDA error,
+	// cuBLAS): find where memory ran out first.
+	NoNumbers
 )
 
 // SavingKind says how a remedy's saving is computed from the memory it acts on.
@@ -176,6 +185,65 @@ var remedyTable = []Remedy{
 		How:     "gc.collect(); torch.cuda.empty_cache()",
 		Applies: Habits,
 	},
+	{
+		Key: "launch_blocking", Name: "find where memory really ran out",
+		Kind: SavingNone, SavingWords: "none: it makes the stack trace point at the failing call",
+		Cost: "slower run, for debugging only", Effort: "easy",
+		How:     "CUDA_LAUNCH_BLOCKING=1 python ... (kernel errors are reported asynchronously, at a later call)",
+		Applies: NoNumbers,
+	},
+	{
+		Key: "jax_preallocate", Name: "JAX: allocate on demand",
+		Kind: SavingNone, SavingWords: "stops JAX from taking 75% of the card up front",
+		Cost: "slight (more allocator work)", Effort: "easy",
+		How:     "XLA_PYTHON_CLIENT_PREALLOCATE=false, or a smaller share: XLA_PYTHON_CLIENT_MEM_FRACTION=.50",
+		Applies: JAX,
+	},
+	{
+		Key: "mps_watermark", Name: "MPS: raise the memory limit",
+		Kind: SavingNone, SavingWords: "lifts the max allowed",
+		Cost: "the system may swap or fail", Effort: "easy",
+		How:     "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 removes the upper limit (at your own risk)",
+		Applies: MPS,
+	},
+	{
+		Key: "vllm_gpu_memory_utilization", Name: "vLLM: give the engine more of the card",
+		Kind: SavingNone, SavingWords: "more memory for the KV cache",
+		Cost: "less room for other processes", Effort: "easy",
+		How:     "--gpu-memory-utilization 0.95 (gpu_memory_utilization=0.95), when nothing else needs the card",
+		Applies: VLLM,
+	},
+	{
+		Key: "vllm_max_model_len", Name: "vLLM: lower max_model_len",
+		Kind: SavingNone, SavingWords: "the KV cache one sequence needs shrinks with it",
+		Cost: "shorter contexts", Effort: "easy",
+		How:     "--max-model-len N (max_model_len=N)",
+		Applies: VLLM,
+	},
+	{
+		Key: "vllm_kv_cache_fp8", Name: "vLLM: FP8 KV cache",
+		Kind: SavingUpTo, Fraction: 0.5, SavingWords: "~50% of the KV cache",
+		Cost: "slight accuracy loss", Effort: "easy",
+		How:     "--kv-cache-dtype fp8",
+		Applies: VLLM,
+	},
+	{
+		Key: "vllm_tensor_parallel", Name: "vLLM: split the model over GPUs",
+		Kind: SavingNone, SavingWords: "divides the weights by the number of GPUs, leaving more for the KV cache",
+		Cost: "communication, more GPUs", Effort: "easy",
+		How:     "--tensor-parallel-size 2",
+		Applies: VLLM,
+	},
+}
+
+// remedyByKey returns the table row with the given key.
+func remedyByKey(key string) (Remedy, bool) {
+	for _, r := range remedyTable {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return Remedy{}, false
 }
 
 // Remedies returns the remediation table rows that apply to any of the

@@ -1,0 +1,264 @@
+package advisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A cleanLine is one line of the log with escapes decoded, colour codes and
+// logger prefixes removed; src is its 0-based line in the input.
+type cleanLine struct {
+	text string
+	src  int
+}
+
+// flatLog is the cleaned log as one string: the cleaned lines concatenated
+// with nothing between them, so that a message wrapped over lines (at a
+// space or in the middle of a word) reads as one. Message patterns allow
+// optional whitespace wherever the original had a space.
+type flatLog struct {
+	text  string
+	start []int // start[i]: offset of line i in text
+	src   []int // src[i]: input line of line i
+	lines []string
+}
+
+// lineAt returns the index of the cleaned line holding offset p.
+func (f *flatLog) lineAt(p int) int {
+	lo, hi := 0, len(f.start)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if f.start[mid] <= p {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+func flatten(log string) *flatLog {
+	lines := cleanLines(log)
+	f := &flatLog{start: make([]int, len(lines)), src: make([]int, len(lines)), lines: make([]string, len(lines))}
+	var b strings.Builder
+	for i, l := range lines {
+		f.start[i] = b.Len()
+		f.src[i] = l.src
+		f.lines[i] = l.text
+		b.WriteString(l.text)
+	}
+	f.text = b.String()
+	return f
+}
+
+// cleanLines splits the log into lines and cleans each: JSON log records
+// give their string values, JSON/Python escapes are decoded, ANSI codes,
+// control characters and logger prefixes are removed.
+func cleanLines(log string) []cleanLine {
+	if !utf8.ValidString(log) {
+		log = strings.ToValidUTF8(log, "\uFFFD")
+	}
+	log = strings.ReplaceAll(log, "\r\n", "\n")
+	var out []cleanLine
+	for i, raw := range strings.Split(log, "\n") {
+		for _, part := range strings.Split(raw, "\r") { // progress bars redraw with \r
+			for _, dec := range decodeLine(part) {
+				for _, l := range strings.Split(strings.ReplaceAll(dec, "\r", "\n"), "\n") {
+					l = stripPrefixes(stripControl(stripANSI(l)))
+					out = append(out, cleanLine{text: l, src: i})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// decodeLine returns the text a line carries: the string values of a JSON
+// record (in document order), or the line with backslash escapes decoded
+// when it carries escaped text, or the line itself.
+func decodeLine(line string) []string {
+	t := strings.TrimSpace(line)
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		if vals, ok := jsonStrings(t); ok {
+			return vals
+		}
+	}
+	if strings.Contains(line, `\n`) || strings.Contains(line, `\u00`) || strings.Contains(line, `\x1b`) ||
+		strings.Contains(line, `\"`) || strings.Contains(line, `\033`) || strings.Contains(line, `\e[`) {
+		return []string{unescape(line)}
+	}
+	return []string{line}
+}
+
+// jsonStrings returns the strings of a JSON document in document order.
+func jsonStrings(s string) ([]string, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	var vals []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			return nil, false
+		}
+		if str, ok := tok.(string); ok {
+			vals = append(vals, str)
+		}
+	}
+	return vals, len(vals) > 0
+}
+
+// unescape decodes \n, \t, \r, \", \\, \/, \uXXXX, \xXX, \033 and \e in
+// text that was escaped but is not a whole JSON document (a truncated
+// record, a Python repr). Unknown escapes are kept as they are.
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		n := s[i+1]
+		switch n {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\n')
+		case '"', '\\', '/', '\'':
+			b.WriteByte(n)
+		case 'e':
+			b.WriteByte(0x1b)
+		case 'u':
+			if i+6 <= len(s) {
+				if v, err := strconv.ParseUint(s[i+2:i+6], 16, 32); err == nil {
+					b.WriteRune(rune(v))
+					i += 5
+					continue
+				}
+			}
+			b.WriteString(`\u`)
+		case 'x':
+			if i+4 <= len(s) {
+				if v, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil {
+					b.WriteRune(rune(v))
+					i += 3
+					continue
+				}
+			}
+			b.WriteString(`\x`)
+		case '0':
+			if strings.HasPrefix(s[i+1:], "033") {
+				b.WriteByte(0x1b)
+				i += 3
+				continue
+			}
+			b.WriteString(`\0`)
+		default:
+			b.WriteByte(c)
+			b.WriteByte(n)
+		}
+		i++
+	}
+	return b.String()
+}
+
+var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])`)
+
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansiRE.ReplaceAllString(s, "")
+}
+
+func stripControl(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if isControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// prefixREs are logger and launcher prefixes, stripped from the start of a
+// line again and again while one matches.
+var prefixREs = []*regexp.Regexp{
+	// torchrun / torch.distributed: "[rank3]:", "[default0]:"; srun --label: "3: ".
+	regexp.MustCompile(`^\s*\[(?:rank|default|local_rank)\d+\]:\s?`),
+	regexp.MustCompile(`^\s*\d{1,4}:\s`),
+	// Ray: "(RayWorkerWrapper pid=1234, ip=10.0.0.1)".
+	regexp.MustCompile(`^\s*\([\w-]*\s?pid=\d+(?:,\s*ip=[\w.:]+)?\)\s?`),
+	// Timestamps: ISO, with optional brackets, zone; "12:00:00.123"; CRI "stdout F".
+	regexp.MustCompile(`^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?:?\s*`),
+	regexp.MustCompile(`^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*`),
+	regexp.MustCompile(`^(?:stdout|stderr) [FP] `),
+	// Python logging "ERROR:root:", "WARNING:__main__:".
+	regexp.MustCompile(`^\s*(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.<>-]*:\s?`),
+	// Levels: "ERROR ", "[ERROR]", "ERROR - ", "E " (glog), loguru "| ERROR | mod:fn:12 - ".
+	regexp.MustCompile(`^\s*\|?\s*\[?(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL|TRACE)\]?\s*(?:\|\s*[\w.<>]+:[\w.<>]+:\d+\s*-\s*|[:|-]\s*)?`),
+	// vLLM "05-01 12:00:00 [file.py:123] ".
+	regexp.MustCompile(`^\s*\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*`),
+	// glog / absl: "E0501 12:00:00.123456 12345 file.cc:123] ", TF ": W tensorflow/x.cc:12] ".
+	regexp.MustCompile(`^\s*[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w./-]+:\d+\]\s?`),
+	regexp.MustCompile(`^\s*:?\s*[IWEF] [\w./-]+:\d+\]\s?`),
+	regexp.MustCompile(`^\s*\[[\w./-]+\.(?:py|cc|cpp|h|go):\d+\]\s?`),
+	// pytest failure lines "E       ".
+	regexp.MustCompile(`^E {2,}`),
+}
+
+func stripPrefixes(s string) string {
+	for n := 0; n < 8; n++ {
+		changed := false
+		for _, re := range prefixREs {
+			if loc := re.FindStringIndex(s); loc != nil && loc[1] > 0 {
+				s = s[loc[1]:]
+				changed = true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	return s
+}
+
+// excerpt returns the cleaned text of lines [from, to] joined with spaces,
+// cut to at most n bytes at a rune boundary.
+func (f *flatLog) excerpt(from, to, n int) string {
+	var b bytes.Buffer
+	for i := from; i <= to && i < len(f.lines); i++ {
+		t := strings.TrimSpace(f.lines[i])
+		if t == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+	}
+	s := b.String()
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}

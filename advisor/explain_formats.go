@@ -1,0 +1,382 @@
+package advisor
+
+import (
+	"math/bits"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Patterns allow optional whitespace (\s*) wherever the message has a
+// space: the cleaned log joins wrapped lines with nothing between them.
+func re(p string) *regexp.Regexp { return regexp.MustCompile(p) }
+
+var formats = []oomFormat{
+	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS},
+	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), parse: parsePyTorch},
+	{framework: "cuda", anchor: re(`failed\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
+	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory`), parse: parseCUDAError},
+	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing},
+	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing},
+	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM},
+	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), full: true, parse: parseBFC},
+	{framework: "jax", anchor: re(`RESOURCE_EXHAUSTED:\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX},
+	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|\(?` + sz + `\s*KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM},
+}
+
+func parseNothing(seg, line string, e *Explanation) {}
+
+// setSize stores the size in groups g[i:i+3] (number, unit, exact).
+func setSize(dst **uint64, g []string, i int) {
+	if i+2 >= len(g) || g[i] == "" {
+		return
+	}
+	if v, ok := sizeFrom(g[i], g[i+1], g[i+2]); ok {
+		*dst = &v
+	}
+}
+
+func setUint(dst **uint64, s string) {
+	if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+		*dst = &v
+	}
+}
+
+func setDevice(e *Explanation, s string) {
+	if v, err := strconv.Atoi(s); err == nil && v >= 0 && v < 1<<20 {
+		e.Device = &v
+	}
+}
+
+func head(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// PyTorch.
+var (
+	ptRequest   = re(`^(XPU|HIP|CUDA)\s*out\s*of\s*memory\.?\s*Tried\s*to\s*allocate\s*` + sz)
+	ptOld       = re(`^\s*\(\s*GPU\s*(\d+)\s*;([^)]{0,500})\)`)
+	ptOldField  = re(`^\s*` + sz + `\s*(total\s*capacity|already\s*allocated|free|allowed|reserved\s*in\s*total\s*by\s*PyTorch|cached)`)
+	ptNewGPU    = re(`GPU\s*(\d+)\s*has\s*a\s*total\s*capac\w*\s*of\s*` + sz + `\s*of\s*which\s*` + sz + `\s*is\s*free`)
+	ptProcess   = re(`Process\s*(\d+)\s*has\s*` + sz + `\s*memory\s*in\s*use`)
+	ptThis      = re(`this\s*process\s*has\s*` + sz + `\s*memory\s*in\s*use`)
+	ptAllowed   = re(sz + `\s*allowed;`)
+	ptAllocated = re(`Of\s*the\s*allocated\s*memory\s*` + sz + `\s*is\s*allocated\s*by\s*PyTorch`)
+	ptPools     = re(`with\s*` + sz + `\s*allocated\s*in\s*private\s*pools`)
+	ptUnalloc   = re(`and\s*` + sz + `\s*is\s*reserved\s*by\s*PyTorch\s*but\s*unallocated`)
+	ptEnd       = re(`but\s*unallocated`)
+)
+
+func parsePyTorch(seg, line string, e *Explanation) {
+	m := ptRequest.FindStringSubmatchIndex(seg)
+	if m == nil {
+		return
+	}
+	g := submatches(seg, m)
+	switch g[1] {
+	case "HIP":
+		e.Backend = "hip"
+	case "XPU":
+		e.Backend = "xpu"
+	}
+	setSize(&e.RequestedBytes, g, 2)
+	rest := seg[m[1]:]
+	if o := ptOld.FindStringSubmatch(rest); o != nil {
+		setDevice(e, o[1])
+		for _, part := range strings.Split(o[2], ";") {
+			f := ptOldField.FindStringSubmatch(part)
+			if f == nil {
+				continue
+			}
+			var dst **uint64
+			switch strings.Join(strings.Fields(f[4]), " ") {
+			case "total capacity":
+				dst = &e.TotalBytes
+			case "already allocated":
+				dst = &e.AllocatedByFrameworkBytes
+			case "free":
+				dst = &e.FreeBytes
+			case "allowed":
+				dst = &e.AllowedBytes
+			case "reserved in total by PyTorch":
+				dst = &e.ReservedByFrameworkBytes
+			case "cached": // PyTorch ≤ 1.4: reserved but not allocated
+				dst = &e.ReservedUnallocatedBytes
+			default:
+				// Without whitespace ("totalcapacity"): compare with it removed.
+				switch strings.Join(strings.Fields(f[4]), "") {
+				case "totalcapacity":
+					dst = &e.TotalBytes
+				case "alreadyallocated":
+					dst = &e.AllocatedByFrameworkBytes
+				case "reservedintotalbyPyTorch":
+					dst = &e.ReservedByFrameworkBytes
+				default:
+					continue
+				}
+			}
+			setSize(dst, f, 1)
+		}
+		return
+	}
+	// The newer message: bound it at its last sentence.
+	msg := head(rest, maxSeg)
+	if loc := ptEnd.FindStringIndex(msg); loc != nil {
+		msg = msg[:loc[1]]
+	}
+	if g := ptNewGPU.FindStringSubmatch(msg); g != nil {
+		setDevice(e, g[1])
+		setSize(&e.TotalBytes, g, 2)
+		setSize(&e.FreeBytes, g, 5)
+	}
+	procs := msg
+	if i := strings.Index(procs, "Of the allocated"); i >= 0 {
+		procs = procs[:i]
+	}
+	for _, p := range ptProcess.FindAllStringSubmatch(procs, -1) {
+		pid, err := strconv.ParseUint(p[1], 10, 64)
+		b, ok := sizeFrom(p[2], p[3], p[4])
+		if err == nil && ok {
+			e.Processes = append(e.Processes, ProcessMemory{PID: pid, Bytes: b})
+		}
+	}
+	if g := ptThis.FindStringSubmatch(msg); g != nil {
+		setSize(&e.ThisProcessBytes, g, 1)
+	}
+	if g := ptAllowed.FindStringSubmatch(msg); g != nil {
+		setSize(&e.AllowedBytes, g, 1)
+	}
+	if g := ptAllocated.FindStringSubmatch(msg); g != nil {
+		setSize(&e.AllocatedByFrameworkBytes, g, 1)
+	}
+	if g := ptPools.FindStringSubmatch(msg); g != nil {
+		setSize(&e.PrivatePoolsBytes, g, 1)
+	}
+	if g := ptUnalloc.FindStringSubmatch(msg); g != nil {
+		setSize(&e.ReservedUnallocatedBytes, g, 1)
+	}
+}
+
+func submatches(s string, m []int) []string {
+	g := make([]string, len(m)/2)
+	for i := range g {
+		if m[2*i] >= 0 {
+			g[i] = s[m[2*i]:m[2*i+1]]
+		}
+	}
+	return g
+}
+
+// Apple MPS: "MPS backend out of memory (MPS allocated: X, other
+// allocations: Y, max allowed: Z). Tried to allocate R on private pool."
+var (
+	mpsAllocated = re(`MPS\s*allocated:\s*` + sz)
+	mpsOther     = re(`other\s*allocations:\s*` + sz)
+	mpsMax       = re(`max\s*allowed:\s*` + sz)
+	mpsRequest   = re(`Tried\s*to\s*allocate\s*` + sz)
+)
+
+func parseMPS(seg, line string, e *Explanation) {
+	seg = head(seg, 600)
+	for _, x := range []struct {
+		re  *regexp.Regexp
+		dst **uint64
+	}{{mpsAllocated, &e.AllocatedByFrameworkBytes}, {mpsOther, &e.OtherAllocationsBytes}, {mpsMax, &e.AllowedBytes}, {mpsRequest, &e.RequestedBytes}} {
+		if g := x.re.FindStringSubmatch(seg); g != nil {
+			setSize(x.dst, g, 1)
+		}
+	}
+}
+
+// Driver allocation failures as TensorFlow and XLA log them:
+// "failed to alloc 2.00G (2147483648 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY".
+var driverAlloc = re(`^failed\s*to\s*alloc(?:ate)?\s*` + sz + `(.{0,120}?)CUDA_ERROR_OUT_OF_MEMORY`)
+
+func parseDriver(seg, line string, e *Explanation) {
+	e.kind = kindAllocator
+	if g := driverAlloc.FindStringSubmatch(head(seg, 400)); g != nil {
+		if strings.Contains(g[4], "host") {
+			e.Host = true
+		}
+		setSize(&e.RequestedBytes, g, 1)
+	}
+	frameworkFromPath(line, e)
+}
+
+func parseCUDAError(seg, line string, e *Explanation) {
+	if strings.HasPrefix(seg, "hipError") {
+		e.Backend = "hip"
+	}
+}
+
+// frameworkFromPath tells TensorFlow from XLA/JAX by the source path a
+// logged line names.
+func frameworkFromPath(line string, e *Explanation) {
+	l := strings.ToLower(line)
+	switch {
+	case strings.Contains(l, "xla/") || strings.Contains(l, "jax"):
+		e.Framework = "jax"
+	case strings.Contains(l, "tensorflow"):
+		e.Framework = "tensorflow"
+	}
+}
+
+// TensorFlow: "OOM when allocating tensor with shape[32,512,512,64] and type
+// float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc".
+var (
+	tfShape     = re(`^OOM\s*when\s*allocating\s*tensor\s*(?:with|of)\s*shape\s*\[([\d,\s]{0,200})\]\s*and\s*type\s*(bfloat16|float16|float32|float64|float8_e4m3fn|float8_e5m2|float|half|double|complex128|complex64|qint8|quint8|qint16|quint16|qint32|uint8|uint16|uint32|uint64|int8|int16|int32|int64|bool)`)
+	tfDevice    = re(`device:GPU:(\d+)`)
+	tfAllocator = re(`by\s*allocator\s*GPU_(\d+)_bfc`)
+	dtypeSize   = map[string]uint64{
+		"bfloat16": 2, "float16": 2, "half": 2, "float": 4, "float32": 4, "float64": 8, "double": 8,
+		"float8_e4m3fn": 1, "float8_e5m2": 1, "complex64": 8, "complex128": 16,
+		"qint8": 1, "quint8": 1, "qint16": 2, "quint16": 2, "qint32": 4,
+		"uint8": 1, "int8": 1, "bool": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4, "uint64": 8, "int64": 8,
+	}
+)
+
+func parseTFOOM(seg, line string, e *Explanation) {
+	seg = head(seg, 600)
+	if g := tfShape.FindStringSubmatch(seg); g != nil {
+		e.Shape = "[" + strings.Join(strings.Fields(strings.ReplaceAll(g[1], ",", " ")), ",") + "]"
+		e.DType = g[2]
+		if n, ok := shapeBytes(g[1], dtypeSize[g[2]]); ok {
+			e.RequestedBytes, e.RequestedFromShape = &n, true
+		}
+	}
+	if g := tfDevice.FindStringSubmatch(seg); g != nil {
+		setDevice(e, g[1])
+	} else if g := tfAllocator.FindStringSubmatch(seg); g != nil {
+		setDevice(e, g[1])
+	}
+	e.key = "tf|" + e.Shape + "|" + e.DType
+	if e.Device != nil {
+		e.key += "|" + strconv.Itoa(*e.Device)
+	}
+}
+
+// shapeBytes multiplies the dimensions of a shape by the element size;
+// ok is false on overflow or a malformed dimension.
+func shapeBytes(dims string, elem uint64) (uint64, bool) {
+	if elem == 0 {
+		return 0, false
+	}
+	n := elem
+	for _, d := range strings.Split(dims, ",") {
+		d = strings.Join(strings.Fields(d), "")
+		if d == "" {
+			if strings.TrimSpace(dims) == "" {
+				break // shape[]: a scalar
+			}
+			return 0, false
+		}
+		v, err := strconv.ParseUint(d, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(n, v)
+		if hi != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
+}
+
+// The BFC allocator (TensorFlow and XLA): "Allocator (GPU_0_bfc) ran out of
+// memory trying to allocate 2.00GiB (rounded to 2147483648)", later
+// "Stats: Limit: N InUse: M".
+var (
+	bfcRequest = re(`^(?:Allocator\s*\((\w+)\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate\s*` + sz)
+	bfcDevice  = re(`GPU_(\d+)_bfc`)
+	bfcStats   = re(`Stats:\s*Limit:\s*(\d+)\s*InUse:\s*(\d+)`)
+)
+
+func parseBFC(seg, line string, e *Explanation) {
+	e.kind = kindAllocator
+	frameworkFromPath(line, e)
+	if g := bfcRequest.FindStringSubmatch(head(seg, 400)); g != nil {
+		setSize(&e.RequestedBytes, g, 2)
+		if d := bfcDevice.FindStringSubmatch(g[1]); d != nil {
+			setDevice(e, d[1])
+		}
+	}
+	if g := bfcStats.FindStringSubmatch(seg); g != nil {
+		setUint(&e.AllowedBytes, g[1])
+		setUint(&e.AllocatedByFrameworkBytes, g[2])
+	}
+}
+
+// JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N
+// bytes.", "Failed to allocate request for 2.00GiB (2147483648B) on device
+// ordinal 0".
+var (
+	jaxRequest = re(`(?:Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating|Failed\s*to\s*allocate\s*request\s*for)\s*` + sz)
+	jaxDevice  = re(`device\s*ordinal\s*(\d+)`)
+)
+
+func parseJAX(seg, line string, e *Explanation) {
+	if strings.Contains(strings.ToLower(line), "tensorflow") {
+		e.Framework = "tensorflow"
+	}
+	seg = head(seg, 400)
+	if g := jaxRequest.FindStringSubmatch(seg); g != nil {
+		setSize(&e.RequestedBytes, g, 1)
+	}
+	if g := jaxDevice.FindStringSubmatch(seg); g != nil {
+		setDevice(e, g[1])
+	}
+	if e.RequestedBytes != nil {
+		e.key = "xla|" + strconv.FormatUint(*e.RequestedBytes, 10)
+	}
+}
+
+// vLLM.
+var (
+	vllmKVNeeded = re(sz + `\s*KV\s*cache\s*is\s*needed,?\s*which\s*is\s*larger\s*than\s*the\s*available\s*KV\s*cache\s*memory\s*\(\s*` + sz + `\s*\)`)
+	vllmSeqLen   = re(`max\s*seq\s*len\s*\((\d+)\)`)
+	vllmTokens   = re(`stored\s*in\s*KV\s*cache\s*\((\d+)\)`)
+	vllmFits     = re(`estimated\s*maximum\s*model\s*length\s*is\s*(\d+)`)
+	vllmFree     = re(`^Free\s*memory\s*on\s*device\s*(?:cuda:(\d+)\s*)?\(\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\s*\)`)
+	vllmDesired  = re(`desired\s*GPU\s*memory\s*utilization\s*\(\s*(\d+(?:\.\d+)?)\s*,\s*` + sz + `\s*\)`)
+)
+
+func parseVLLM(seg, line string, e *Explanation) {
+	seg = head(seg, 800)
+	if g := vllmFree.FindStringSubmatch(seg); g != nil {
+		if g[1] != "" {
+			setDevice(e, g[1])
+		}
+		if v, ok := toBytes(g[2], g[4]); ok {
+			e.FreeBytes = &v
+		}
+		if v, ok := toBytes(g[3], g[4]); ok {
+			e.TotalBytes = &v
+		}
+		if d := vllmDesired.FindStringSubmatch(seg); d != nil {
+			if u, err := strconv.ParseFloat(d[1], 64); err == nil {
+				e.GPUMemoryUtilization = &u
+			}
+			setSize(&e.RequestedBytes, d, 2)
+		}
+		e.key = "vllm-startup"
+		return
+	}
+	if g := vllmKVNeeded.FindStringSubmatch(seg); g != nil {
+		setSize(&e.RequestedBytes, g, 1)
+		setSize(&e.FreeBytes, g, 4)
+	}
+	if g := vllmSeqLen.FindStringSubmatch(seg); g != nil {
+		setUint(&e.MaxModelLen, g[1])
+	}
+	if g := vllmTokens.FindStringSubmatch(seg); g != nil {
+		setUint(&e.KVCacheTokens, g[1])
+	}
+	if g := vllmFits.FindStringSubmatch(seg); g != nil {
+		setUint(&e.MaxModelLenFits, g[1])
+	}
+	e.key = "vllm-kv"
+}

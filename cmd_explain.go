@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vramtop/vramtop/advisor"
+)
+
+func init() {
+	register("explain", "explain an out-of-memory crash from its log (FILE or stdin)", runExplain)
+}
+
+// stdin is where `vramtop explain` reads a log from when no file is named.
+var stdin io.Reader = os.Stdin
+
+// maxLog bounds how much of a log explain reads.
+const maxLog = 256 << 20
+
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop explain", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
+	var sf sourceFlags
+	sf.add(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
+			"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS),\n"+
+			"says where the memory went and what to try. Reads stdin when FILE is absent or \"-\".\n"+
+			"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags.\n\n")
+		fs.PrintDefaults()
+	}
+	// Flags may come after the file name.
+	var files []string
+	rest := args
+	for {
+		if code, ok := parse(fs, rest, stderr); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) > 1 {
+		fmt.Fprintf(stderr, "vramtop explain: one log at a time (got %d: %q, %q ...)\n", len(files), files[0], files[1])
+		return exitUsage
+	}
+	name := "-"
+	if len(files) == 1 {
+		name = files[0]
+	}
+	var in io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", name, unwrapPathError(err))
+			return exitUsage
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxLog))
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", displayName(name), unwrapPathError(err))
+		return exitUsage
+	}
+	e := advisor.Explain(string(data))
+	if *live || sf.demo == "on" { // --demo: live numbers from the demo GPUs
+		s, code := sf.newSampler(stderr)
+		if s == nil {
+			return code
+		}
+		snap := s.Once()
+		s.Close()
+		e = e.WithLive(snap)
+	}
+	if *asJSON {
+		err = writeJSON(stdout, e)
+	} else {
+		_, err = io.WriteString(stdout, e.Text())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop explain: %v\n", err)
+		return 1
+	}
+	if !e.Found {
+		return 1
+	}
+	return 0
+}
+
+func displayName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
+}
+
+// unwrapPathError drops the "open NAME:" part the message already names.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
