@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui"
+)
+
+func init() {
+	register("fleet", "the live view over many hosts, read from Prometheus", runFleet)
+}
+
+// Fleet cadence: Prometheus scrapes every 15 s or so by default; asking it
+// every second would mostly read the same values again.
+const (
+	defaultFleetInterval = 5 * time.Second
+	minFleetInterval     = time.Second
+)
+
+func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop fleet", flag.ContinueOnError)
+	promURL := fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
+	once := fs.Bool("once", false, "print the fleet once as a table and exit")
+	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json; each device has a hostname)")
+	interval := fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
+	history := fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long one query to Prometheus may take")
+	th := advisor.DefaultThresholds()
+	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
+	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vramtop fleet: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *promURL == "" {
+		fmt.Fprintln(stderr, "vramtop fleet: --prometheus URL is required (e.g. --prometheus http://127.0.0.1:9090)")
+		return exitUsage
+	}
+	if *interval < minFleetInterval {
+		fmt.Fprintf(stderr, "vramtop fleet: interval %v is below the minimum of %v\n", *interval, minFleetInterval)
+		return exitUsage
+	}
+	if err := th.Validate(); err != nil {
+		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		*once = true
+	}
+	if !*once && !isTerminal(stdout) {
+		*once = true
+	}
+	cfg := fleet.Config{URL: *promURL, Interval: *interval, Timeout: *timeout}
+	if !*once {
+		cfg.History = *history
+	}
+	src, err := fleet.Open(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		return exitUsage
+	}
+	s, err := sampler.New(src, sampler.Config{Interval: *interval, History: *history})
+	if err != nil {
+		src.Close()
+		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		return exitUsage
+	}
+	if *once {
+		snap := s.Once()
+		s.Close()
+		if *asJSON {
+			err = writeJSON(stdout, snap)
+		} else {
+			err = ui.WriteTable(stdout, snap, th)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+			return 1
+		}
+		if snap.Err != "" {
+			fmt.Fprintf(stderr, "vramtop fleet: %s\n", snap.Err)
+			return 1
+		}
+		return 0
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	snaps := s.Subscribe()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	err = ui.Run(ctx, snaps, ui.Options{
+		Thresholds: th,
+		Version:    version,
+	})
+	cancel()
+	<-done
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		return 1
+	}
+	return 0
+}
