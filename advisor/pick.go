@@ -28,8 +28,17 @@ type Pick struct {
 	Free  uint64
 }
 
-// ErrNoneQualifies is wrapped by PickDevices when too few devices qualify.
-var ErrNoneQualifies = errors.New("no GPU qualifies")
+// ErrTooFewGPUs is what PickDevices's error is (errors.Is) when fewer
+// devices qualify than were asked for.
+var ErrTooFewGPUs = errors.New("too few GPUs qualify")
+
+// pickError is a one-line reason that is ErrTooFewGPUs.
+type pickError string
+
+func (e pickError) Error() string        { return string(e) }
+func (e pickError) Is(target error) bool { return target == ErrTooFewGPUs }
+
+func pickErrorf(format string, args ...any) error { return pickError(fmt.Sprintf(format, args...)) }
 
 // pickable is true for devices a job can be sent to: not a MIG parent (its
 // instances are listed), not failed, read at least once, on this host.
@@ -79,7 +88,7 @@ func VisibleDevicesValue(d *sampler.Device) string {
 // PickDevices returns the freest devices of snap, freest first: opt.Count
 // of them, each with at least opt.MinFree free. MIG parents and failed
 // devices are skipped; MIG instances compete as devices of their own. When
-// fewer than opt.Count qualify the error (wrapping ErrNoneQualifies) says
+// fewer than opt.Count qualify the error (ErrTooFewGPUs) says
 // how many did and what the freest has.
 func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 	if opt.Count < 1 {
@@ -95,9 +104,9 @@ func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 	}
 	if len(cands) == 0 {
 		if snap.Err != "" {
-			return nil, fmt.Errorf("%w: reading the GPUs failed: %s", ErrNoneQualifies, snap.Err)
+			return nil, pickErrorf("reading the GPUs failed: %s", snap.Err)
 		}
-		return nil, fmt.Errorf("%w: no usable GPU found", ErrNoneQualifies)
+		return nil, pickErrorf("no usable GPU found")
 	}
 	// Insertion sort: a handful of devices, and no allocation for a closure.
 	for i := 1; i < len(cands); i++ {
@@ -122,9 +131,9 @@ func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 			need = "at least " + FormatBytes(opt.MinFree) + " free"
 		}
 		if len(picks) == 0 {
-			return nil, fmt.Errorf("%w: no GPU has %s (the freest, %s, has %s)", ErrNoneQualifies, need, gpuName(f), FormatBytes(f.MemoryFree))
+			return nil, pickErrorf("no GPU has %s (the freest, %s, has %s)", need, gpuName(f), FormatBytes(f.MemoryFree))
 		}
-		return nil, fmt.Errorf("%w: %d GPUs asked, only %d %s %s", ErrNoneQualifies, opt.Count, len(picks), plural(len(picks), "has", "have"), need)
+		return nil, pickErrorf("%d GPUs asked, only %d %s %s", opt.Count, len(picks), plural(len(picks), "has", "have"), need)
 	}
 	return picks, nil
 }

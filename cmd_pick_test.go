@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+func runPickArgs(args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	code = dispatch(context.Background(), append([]string{"pick"}, args...), &o, &e)
+	return o.String(), e.String(), code
+}
+
+func TestPickDemo(t *testing.T) {
+	out, errOut, code := runPickArgs("--demo", "--count", "3")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	got := strings.Split(strings.TrimSuffix(out, "\n"), ",")
+	if len(got) != 3 || !strings.HasSuffix(out, "\n") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("output %q: want one line of three values", out)
+	}
+	// The same choice from a demo snapshot taken now: freest first, the
+	// MIG parent (GPU 3) never, its instances by UUID.
+	s, err := sampler.New(sampler.NewDemo(time.Now()), sampler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := advisor.PickDevices(s.Once(), advisor.PickOptions{Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != advisor.JoinPicks(want) {
+		t.Errorf("picked %q, the demo snapshot gives %q", out, advisor.JoinPicks(want))
+	}
+	for _, v := range got {
+		if v == "3" {
+			t.Errorf("the MIG parent was picked: %q", out)
+		}
+	}
+	// At its start the demo's training job on GPU 0 is still loading: GPU 0
+	// is the freest card.
+	if got[0] != "0" {
+		t.Errorf("first pick %q, want GPU 0", got[0])
+	}
+}
+
+func TestPickErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		say  string
+	}{
+		{[]string{"--demo", "--min-free", "20X"}, 2, `invalid size "20X"`},
+		{[]string{"--demo", "--min-free", "-1G"}, 2, "invalid size"},
+		{[]string{"--demo", "--count", "0"}, 2, "want at least 1"},
+		{[]string{"--demo", "--min-free", "1TiB"}, 1, "no GPU has at least 1 TiB free"},
+		{[]string{"--demo", "--count", "99"}, 1, "99 GPUs asked, only"},
+		{[]string{"--demo", "extra"}, 2, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		out, errOut, code := runPickArgs(c.args...)
+		if code != c.code || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want exit %d and nothing on stdout", c.args, code, out, c.code)
+		}
+		if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.say) || !strings.HasPrefix(errOut, "vramtop pick: ") {
+			t.Errorf("%v: stderr %q, want one line with %q", c.args, errOut, c.say)
+		}
+	}
+}
+
+func TestPickMinFreeAcceptsUnits(t *testing.T) {
+	// The demo's freest GPU has more than 20 GiB free at its start, less
+	// than 1 TiB: every spelling of 20 GiB picks it.
+	for _, size := range []string{"20GiB", "20G", "20480MiB", "21474836480"} {
+		out, errOut, code := runPickArgs("--demo", "--min-free", size)
+		if code != 0 || out != "0\n" {
+			t.Errorf("--min-free %s: exit %d, %q %q", size, code, out, errOut)
+		}
+	}
+}
