@@ -15,12 +15,12 @@ import (
 // mockGPU fills in what the source reads every poll.
 
 const (
-	mib = uint64(1) << 20
-	gib = uint64(1) << 30
+	nvmlMiB = uint64(1) << 20
+	nvmlGiB = uint64(1) << 30
 	// reservedH100 is what the driver of an idle H100 reserves (v2 "reserved").
-	reservedH100 = 616 * mib
-	// notAvailable is NVML's "value not available" for a process's memory.
-	notAvailable = math.MaxUint64
+	reservedH100 = 616 * nvmlMiB
+	// nvmlNA is NVML's "value not available" for a process's memory.
+	nvmlNA = math.MaxUint64
 )
 
 // mockGPU is what one mocked device (a GPU or a MIG instance) reports. Set a
@@ -118,7 +118,7 @@ func newMockHost(srv *server.Server) *mockHost {
 	for i, nd := range srv.Devices {
 		d := nd.(*server.Device)
 		total := d.MemoryInfo.Total
-		used := uint64(i+1)*gib + uint64(i)*mib
+		used := uint64(i+1)*nvmlGiB + uint64(i)*nvmlMiB
 		g := &mockGPU{
 			mem:  nvml.Memory_v2{Version: 2, Total: total, Reserved: reservedH100, Used: used, Free: total - reservedH100 - used},
 			util: uint32(10 * i), temp: uint32(30 + i), powerMW: uint32(100000 + 1000*i),
@@ -196,8 +196,8 @@ func (h *mockHost) setMIG(i int, insts ...*migInstance) {
 	}
 }
 
-// procs builds a process list: pid, bytes pairs.
-func procs(pidBytes ...uint64) []nvml.ProcessInfo {
+// nvmlProcs builds a process list: pid, bytes pairs.
+func nvmlProcs(pidBytes ...uint64) []nvml.ProcessInfo {
 	var out []nvml.ProcessInfo
 	for i := 0; i+1 < len(pidBytes); i += 2 {
 		out = append(out, nvml.ProcessInfo{Pid: uint32(pidBytes[i]), UsedGpuMemory: pidBytes[i+1], GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF})

@@ -12,21 +12,21 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
-var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+var nvmlT0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func readMem(t *testing.T, s Source) []MemSample {
+func nvmlReadMem(t *testing.T, s Source) []MemSample {
 	t.Helper()
 	out := make([]MemSample, len(s.Info().Devices))
-	if err := s.ReadMemory(t0, out); err != nil {
+	if err := s.ReadMemory(nvmlT0, out); err != nil {
 		t.Fatalf("ReadMemory: %v", err)
 	}
 	return out
 }
 
-func readProcs(t *testing.T, s Source) ([]ProcSample, []error) {
+func nvmlReadProcs(t *testing.T, s Source) ([]ProcSample, []error) {
 	t.Helper()
 	errs := make([]error, len(s.Info().Devices))
-	ps, err := s.ReadProcesses(t0, nil, errs)
+	ps, err := s.ReadProcesses(nvmlT0, nil, errs)
 	if err != nil {
 		t.Fatalf("ReadProcesses: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestNVMLInfo(t *testing.T) {
 
 func TestNVMLMemoryV2Exact(t *testing.T) {
 	h := newMockHost(nil)
-	out := readMem(t, h.open(t))
+	out := nvmlReadMem(t, h.open(t))
 	for i, m := range out {
 		g := h.gpus[i].mem
 		if m.Err != nil {
@@ -90,7 +90,7 @@ func TestNVMLMemoryV1Fallback(t *testing.T) {
 		h.gpus[3].memRet = ret
 		s := h.open(t)
 		for range 3 {
-			out := readMem(t, s)
+			out := nvmlReadMem(t, s)
 			m, g := out[3], h.gpus[3].mem
 			if m.Err != nil || m.HasReserved || m.Total != g.Total || m.Used != g.Used+g.Reserved || m.Free != g.Free {
 				t.Fatalf("v2 %v: device 3 %+v, want the v1 numbers (used %d) with reserved unknown", ret, m, g.Used+g.Reserved)
@@ -116,7 +116,7 @@ func TestNVMLMemoryV2SymbolMissing(t *testing.T) {
 		}
 		return nil
 	}
-	out := readMem(t, h.open(t))
+	out := nvmlReadMem(t, h.open(t))
 	for i, m := range out {
 		if m.Err != nil || m.HasReserved || m.Used != h.gpus[i].mem.Used+reservedH100 {
 			t.Errorf("device %d: %+v, want v1 numbers without reserved", i, m)
@@ -132,7 +132,7 @@ func TestNVMLOptionalFields(t *testing.T) {
 	h.gpus[1].utilRet = nvml.ERROR_NOT_SUPPORTED
 	h.gpus[2].tempRet = nvml.ERROR_NOT_SUPPORTED
 	h.gpus[3].powerRet = nvml.ERROR_NO_PERMISSION
-	out := readMem(t, h.open(t))
+	out := nvmlReadMem(t, h.open(t))
 	if out[1].HasUtil || !out[1].HasTemp || !out[1].HasPower {
 		t.Errorf("utilization unsupported: %+v", out[1])
 	}
@@ -154,10 +154,10 @@ func TestNVMLDeviceErrorsIsolated(t *testing.T) {
 	h.gpus[5].memRet = nvml.ERROR_GPU_IS_LOST
 	h.gpus[5].computeRet = nvml.ERROR_GPU_IS_LOST
 	h.gpus[6].memRet = nvml.ERROR_NO_PERMISSION
-	h.gpus[2].compute = procs(1001, 5*gib)
-	h.gpus[5].compute = procs(1002, gib)
+	h.gpus[2].compute = nvmlProcs(1001, 5*nvmlGiB)
+	h.gpus[5].compute = nvmlProcs(1002, nvmlGiB)
 	s := h.open(t)
-	out := readMem(t, s)
+	out := nvmlReadMem(t, s)
 	for i, m := range out {
 		switch i {
 		case 5:
@@ -174,7 +174,7 @@ func TestNVMLDeviceErrorsIsolated(t *testing.T) {
 			}
 		}
 	}
-	ps, errs := readProcs(t, s)
+	ps, errs := nvmlReadProcs(t, s)
 	if !errors.Is(errs[5], nvml.ERROR_GPU_IS_LOST) {
 		t.Errorf("process list of the lost GPU: err %v", errs[5])
 	}
@@ -201,14 +201,14 @@ func TestNVMLDeviceHandleFails(t *testing.T) {
 	if n := len(s.Info().Devices); n != 8 {
 		t.Fatalf("%d devices, want 8 with the one that cannot be opened listed", n)
 	}
-	out := readMem(t, s)
+	out := nvmlReadMem(t, s)
 	if !errors.Is(out[4].Err, nvml.ERROR_NO_PERMISSION) {
 		t.Errorf("device 4: err %v, want no permission", out[4].Err)
 	}
 	if out[3].Err != nil || out[5].Err != nil {
 		t.Errorf("neighbours failed: %v, %v", out[3].Err, out[5].Err)
 	}
-	_, errs := readProcs(t, s)
+	_, errs := nvmlReadProcs(t, s)
 	if errs[4] == nil {
 		t.Error("device 4's process list reported no error")
 	}
@@ -218,17 +218,17 @@ func TestNVMLProcesses(t *testing.T) {
 	h := newMockHost(nil)
 	// Device 0: a compute process, one whose memory NVML does not know, and
 	// one that is both a compute and a graphics client.
-	h.gpus[0].compute = procs(1001, 10850*mib, 1002, notAvailable, 1004, 3*gib)
-	h.gpus[0].graphics = procs(1004, 3*gib, 1003, 64*mib)
+	h.gpus[0].compute = nvmlProcs(1001, 10850*nvmlMiB, 1002, nvmlNA, 1004, 3*nvmlGiB)
+	h.gpus[0].graphics = nvmlProcs(1004, 3*nvmlGiB, 1003, 64*nvmlMiB)
 	// Device 1: a PID this PID namespace does not show.
-	h.gpus[1].compute = procs(4242, 2*gib)
+	h.gpus[1].compute = nvmlProcs(4242, 2*nvmlGiB)
 	// Device 2: no graphics list on a compute-only card.
-	h.gpus[2].compute = procs(1005, gib)
+	h.gpus[2].compute = nvmlProcs(1005, nvmlGiB)
 	h.gpus[2].grRet = nvml.ERROR_NOT_SUPPORTED
 	// The same process on two devices is listed on each.
-	h.gpus[3].compute = procs(1001, 512*mib)
+	h.gpus[3].compute = nvmlProcs(1001, 512*nvmlMiB)
 	s := h.open(t)
-	ps, errs := readProcs(t, s)
+	ps, errs := nvmlReadProcs(t, s)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("device %d: %v", i, err)
@@ -260,24 +260,24 @@ func TestNVMLProcesses(t *testing.T) {
 		}
 		return p
 	}
-	p := check(0, 1001, "compute", 10850*mib, true)
+	p := check(0, 1001, "compute", 10850*nvmlMiB, true)
 	if !p.Visible || p.User != "root" || !p.HasUID || p.UID != 0 || p.Command != "python3 train.py --epochs 10" ||
 		p.Container != "3f4e5d6c7b8a" || !p.StartTime.Equal(fixtureBoot.Add(5000*time.Second)) {
 		t.Errorf("pid 1001 from /proc: %+v", p)
 	}
 	check(0, 1002, "compute", 0, false)
-	check(0, 1004, "compute+graphics", 3*gib, true)
-	if p := check(0, 1003, "graphics", 64*mib, true); p.User != "4000123" {
+	check(0, 1004, "compute+graphics", 3*nvmlGiB, true)
+	if p := check(0, 1003, "graphics", 64*nvmlMiB, true); p.User != "4000123" {
 		t.Errorf("pid 1003: user %q, want the bare UID", p.User)
 	}
-	if p := check(1, 4242, "compute", 2*gib, true); p.Visible || p.Command != "" || p.User != "" {
+	if p := check(1, 4242, "compute", 2*nvmlGiB, true); p.Visible || p.Command != "" || p.User != "" {
 		t.Errorf("pid in another PID namespace: %+v, want invisible with nothing named", p)
 	}
-	check(2, 1005, "compute", gib, true)
-	check(3, 1001, "compute", 512*mib, true)
+	check(2, 1005, "compute", nvmlGiB, true)
+	check(3, 1001, "compute", 512*nvmlMiB, true)
 
 	// The graphics list of device 2 is not asked for again.
-	readProcs(t, s)
+	nvmlReadProcs(t, s)
 	if n := len(h.devs[2].GetGraphicsRunningProcessesCalls()); n != 1 {
 		t.Errorf("graphics list asked %d times of a device that does not support it, want 1", n)
 	}
@@ -286,24 +286,24 @@ func TestNVMLProcesses(t *testing.T) {
 func TestNVMLMergeKeepsKnownMemory(t *testing.T) {
 	h := newMockHost(nil)
 	// The graphics list knows the memory the compute list does not.
-	h.gpus[0].compute = procs(1001, notAvailable)
-	h.gpus[0].graphics = procs(1001, 300*mib)
-	ps, _ := readProcs(t, h.open(t))
-	if len(ps) != 1 || ps[0].Type != "compute+graphics" || !ps[0].HasUsed || ps[0].UsedBytes != 300*mib {
+	h.gpus[0].compute = nvmlProcs(1001, nvmlNA)
+	h.gpus[0].graphics = nvmlProcs(1001, 300*nvmlMiB)
+	ps, _ := nvmlReadProcs(t, h.open(t))
+	if len(ps) != 1 || ps[0].Type != "compute+graphics" || !ps[0].HasUsed || ps[0].UsedBytes != 300*nvmlMiB {
 		t.Fatalf("processes %+v, want pid 1001 compute+graphics with 300 MiB", ps)
 	}
 }
 
 func TestNVMLProcessCacheFollowsListing(t *testing.T) {
 	h := newMockHost(nil)
-	h.gpus[0].compute = procs(1001, gib, 1002, gib)
+	h.gpus[0].compute = nvmlProcs(1001, nvmlGiB, 1002, nvmlGiB)
 	s := h.open(t)
-	readProcs(t, s)
+	nvmlReadProcs(t, s)
 	if n := s.proc.Len(); n != 2 {
 		t.Fatalf("%d processes cached, want 2", n)
 	}
-	h.gpus[0].compute = procs(1002, gib)
-	readProcs(t, s)
+	h.gpus[0].compute = nvmlProcs(1002, nvmlGiB)
+	nvmlReadProcs(t, s)
 	if n := s.proc.Len(); n != 1 {
 		t.Fatalf("after pid 1001 left the list, %d processes cached, want 1", n)
 	}
@@ -312,12 +312,12 @@ func TestNVMLProcessCacheFollowsListing(t *testing.T) {
 func TestNVMLMIG(t *testing.T) {
 	h := newMockHost(nil)
 	a := &migInstance{gi: 3, ci: 0, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-aaaa", gpu: &mockGPU{
-		mem:     nvml.Memory_v2{Total: 40 * gib, Reserved: 0, Used: 12 * gib, Free: 28 * gib},
-		compute: procs(1001, 10*gib),
+		mem:     nvml.Memory_v2{Total: 40 * nvmlGiB, Reserved: 0, Used: 12 * nvmlGiB, Free: 28 * nvmlGiB},
+		compute: nvmlProcs(1001, 10*nvmlGiB),
 	}}
 	b := &migInstance{gi: 5, ci: 0, name: "NVIDIA H100 80GB HBM3 MIG 1g.10gb", uuid: "MIG-bbbb", gpu: &mockGPU{
-		mem:     nvml.Memory_v2{Total: 10 * gib, Reserved: 0, Used: 3 * gib, Free: 7 * gib},
-		compute: procs(1005, 2*gib),
+		mem:     nvml.Memory_v2{Total: 10 * nvmlGiB, Reserved: 0, Used: 3 * nvmlGiB, Free: 7 * nvmlGiB},
+		compute: nvmlProcs(1005, 2*nvmlGiB),
 	}}
 	h.enableMIG(0, a, b)
 	s := h.open(t)
@@ -344,24 +344,27 @@ func TestNVMLMIG(t *testing.T) {
 		t.Errorf("MIG instance 0/5: %+v", info.Devices[2])
 	}
 
-	out := readMem(t, s)
+	out := nvmlReadMem(t, s)
 	if out[0].HasUtil {
 		t.Error("GPU in MIG mode shows a utilization; NVML does not support one there")
 	}
 	if out[0].Err != nil || out[0].Used != h.gpus[0].mem.Used {
 		t.Errorf("MIG parent memory %+v", out[0])
 	}
-	if m := out[1]; m.Err != nil || m.Total != 40*gib || m.Used != 12*gib || m.Free != 28*gib || !m.HasReserved {
+	if m := out[1]; m.Err != nil || m.Total != 40*nvmlGiB || m.Used != 12*nvmlGiB || m.Free != 28*nvmlGiB || !m.HasReserved {
 		t.Errorf("instance 0/3 memory %+v", m)
 	}
-	if m := out[2]; m.Err != nil || m.Total != 10*gib || m.Used != 3*gib {
+	if m := out[1]; m.HasUtil || m.HasTemp || m.HasPower {
+		t.Errorf("instance 0/3 shows utilization, temperature or power %+v; those are the whole GPU's", m)
+	}
+	if m := out[2]; m.Err != nil || m.Total != 10*nvmlGiB || m.Used != 3*nvmlGiB {
 		t.Errorf("instance 0/5 memory %+v", m)
 	}
 	if out[3].Used != h.gpus[1].mem.Used {
 		t.Errorf("GPU 1 (device 3) memory %+v, want GPU 1's", out[3])
 	}
 
-	ps, errs := readProcs(t, s)
+	ps, errs := nvmlReadProcs(t, s)
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("device %d: %v", i, err)
@@ -373,11 +376,11 @@ func TestNVMLMIG(t *testing.T) {
 	for _, p := range ps {
 		switch p.PID {
 		case 1001:
-			if p.Device != 1 || p.UsedBytes != 10*gib {
+			if p.Device != 1 || p.UsedBytes != 10*nvmlGiB {
 				t.Errorf("pid 1001: %+v, want 10 GiB on device 1 (0/3)", p)
 			}
 		case 1005:
-			if p.Device != 2 || p.UsedBytes != 2*gib {
+			if p.Device != 2 || p.UsedBytes != 2*nvmlGiB {
 				t.Errorf("pid 1005: %+v, want 2 GiB on device 2 (0/5)", p)
 			}
 		default:
@@ -389,9 +392,9 @@ func TestNVMLMIG(t *testing.T) {
 func TestNVMLMIGLayoutChange(t *testing.T) {
 	h := newMockHost(nil)
 	a := &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-aaaa",
-		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * gib, Used: gib, Free: 39 * gib}}}
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: nvmlGiB, Free: 39 * nvmlGiB}}}
 	b := &migInstance{gi: 2, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-bbbb",
-		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * gib, Used: 2 * gib, Free: 38 * gib}}}
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: 2 * nvmlGiB, Free: 38 * nvmlGiB}}}
 	h.enableMIG(0, a, b)
 	s := h.open(t)
 	before := s.Info()
@@ -399,14 +402,14 @@ func TestNVMLMIGLayoutChange(t *testing.T) {
 		t.Fatalf("%d devices, want 10", len(before.Devices))
 	}
 	out := make([]MemSample, 10)
-	s.ReadMemory(t0, out)
+	s.ReadMemory(nvmlT0, out)
 	// An administrator destroys instance 2.
 	h.setMIG(0, a)
-	s.ReadMemory(t0.Add(time.Second), out)
+	s.ReadMemory(nvmlT0.Add(time.Second), out)
 	if n := len(s.Info().Devices); n != 10 {
 		t.Fatalf("the layout was read again within a second: %d devices", n)
 	}
-	s.ReadMemory(t0.Add(migRescanInterval+time.Second), out)
+	s.ReadMemory(nvmlT0.Add(migRescanInterval+time.Second), out)
 	after := s.Info()
 	if len(after.Devices) != 9 || after.Devices[1].ID != "0/1" || after.Devices[2].ID != "1" {
 		t.Fatalf("after instance 0/2 was destroyed: %d devices %+v", len(after.Devices), after.Devices[:3])
@@ -415,10 +418,10 @@ func TestNVMLMIGLayoutChange(t *testing.T) {
 		t.Fatal("an earlier Info's device list changed under its holder")
 	}
 	out = make([]MemSample, 9)
-	if err := s.ReadMemory(t0.Add(migRescanInterval+2*time.Second), out); err != nil {
+	if err := s.ReadMemory(nvmlT0.Add(migRescanInterval+2*time.Second), out); err != nil {
 		t.Fatal(err)
 	}
-	if out[1].Used != gib || out[2].Used != h.gpus[1].mem.Used {
+	if out[1].Used != nvmlGiB || out[2].Used != h.gpus[1].mem.Used {
 		t.Errorf("after the change: 0/1 used %d, GPU 1 used %d", out[1].Used, out[2].Used)
 	}
 }
@@ -509,7 +512,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 	h.gpus[1].samplesRet = nvml.ERROR_NOT_SUPPORTED
 	s := h.open(t)
 	got := map[UtilKey]float64{}
-	if err := s.ReadProcessUtilization(t0, got); err != nil {
+	if err := s.ReadProcessUtilization(nvmlT0, got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[UtilKey]float64{{0, 1001}: 70, {0, 1002}: 5}
@@ -518,7 +521,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 	}
 	// No new samples: NVML says ERROR_NOT_FOUND, which is no error.
 	clear(got)
-	if err := s.ReadProcessUtilization(t0.Add(time.Second), got); err != nil || len(got) != 0 {
+	if err := s.ReadProcessUtilization(nvmlT0.Add(time.Second), got); err != nil || len(got) != 0 {
 		t.Fatalf("no new samples: %v, %v; want nothing and no error", got, err)
 	}
 	calls := h.devs[0].GetProcessUtilizationCalls()
@@ -526,10 +529,10 @@ func TestNVMLProcessUtilization(t *testing.T) {
 		t.Errorf("timestamps passed %+v, want 0 then the newest seen (300)", calls)
 	}
 	h.gpus[0].samples = append(h.gpus[0].samples, nvml.ProcessUtilizationSample{Pid: 1002, TimeStamp: 400, SmUtil: 55})
-	if err := s.ReadProcessUtilization(t0.Add(2*time.Second), got); err != nil || len(got) != 1 || got[UtilKey{0, 1002}] != 55 {
+	if err := s.ReadProcessUtilization(nvmlT0.Add(2*time.Second), got); err != nil || len(got) != 1 || got[UtilKey{0, 1002}] != 55 {
 		t.Fatalf("a new sample: %v, %v", got, err)
 	}
-	s.ReadProcessUtilization(t0.Add(3*time.Second), got)
+	s.ReadProcessUtilization(nvmlT0.Add(3*time.Second), got)
 	if n := len(h.devs[1].GetProcessUtilizationCalls()); n != 1 {
 		t.Errorf("a device without process utilization asked %d times, want 1", n)
 	}
@@ -548,7 +551,7 @@ func TestNVMLClose(t *testing.T) {
 	if n := len(h.srv.ShutdownCalls()); n != 1 {
 		t.Fatalf("Shutdown called %d times, want once", n)
 	}
-	if err := s.ReadMemory(t0, make([]MemSample, 8)); err == nil {
+	if err := s.ReadMemory(nvmlT0, make([]MemSample, 8)); err == nil {
 		t.Fatal("ReadMemory after Close reported no error")
 	}
 }
@@ -559,10 +562,10 @@ func TestNVMLReadMemoryDoesNotAllocate(t *testing.T) {
 	h.gpus[5].memRet = nvml.ERROR_GPU_IS_LOST   // a failing device
 	h.gpus[6].tempRet = nvml.ERROR_NOT_SUPPORTED
 	h.enableMIG(7, &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", uuid: "MIG-x",
-		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 80 * gib, Used: gib, Free: 79 * gib}}})
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 80 * nvmlGiB, Used: nvmlGiB, Free: 79 * nvmlGiB}}})
 	s := h.open(t)
 	out := make([]MemSample, len(s.Info().Devices))
-	now := t0
+	now := nvmlT0
 	if n := testing.AllocsPerRun(200, func() {
 		now = now.Add(time.Second)
 		if err := s.ReadMemory(now, out); err != nil {
@@ -580,17 +583,17 @@ func TestNVMLReadMemoryDoesNotAllocate(t *testing.T) {
 // checks the Snapshot a user sees.
 func TestNVMLSampler(t *testing.T) {
 	h := newMockHost(nil)
-	h.gpus[0].mem.Used, h.gpus[0].mem.Free = 12*gib, h.gpus[0].mem.Total-reservedH100-12*gib
-	h.gpus[0].compute = procs(1001, 10850*mib, 1005, 600*mib)
-	h.gpus[1].compute = procs(1002, notAvailable)
-	h.gpus[2].compute = procs(4242, 2*gib)
+	h.gpus[0].mem.Used, h.gpus[0].mem.Free = 12*nvmlGiB, h.gpus[0].mem.Total-reservedH100-12*nvmlGiB
+	h.gpus[0].compute = nvmlProcs(1001, 10850*nvmlMiB, 1005, 600*nvmlMiB)
+	h.gpus[1].compute = nvmlProcs(1002, nvmlNA)
+	h.gpus[2].compute = nvmlProcs(4242, 2*nvmlGiB)
 	h.gpus[4].memRet = nvml.ERROR_GPU_IS_LOST
 	h.gpus[4].computeRet = nvml.ERROR_GPU_IS_LOST
 	h.enableMIG(6, &migInstance{gi: 2, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-q", gpu: &mockGPU{
-		mem: nvml.Memory_v2{Total: 40 * gib, Used: 9 * gib, Free: 31 * gib}, compute: procs(1004, 8*gib),
+		mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: 9 * nvmlGiB, Free: 31 * nvmlGiB}, compute: nvmlProcs(1004, 8*nvmlGiB),
 	}})
 	src := h.open(t)
-	now := t0
+	now := nvmlT0
 	smp, err := New(src, Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -614,14 +617,14 @@ func TestNVMLSampler(t *testing.T) {
 		d0.Processes[0].Command != "python3 train.py --epochs 10" || d0.Processes[0].Container != "3f4e5d6c7b8a" {
 		t.Errorf("GPU 0 processes %+v", d0.Processes)
 	}
-	if want := h.gpus[0].mem.Used - 10850*mib - 600*mib; d0.Unattributed == nil || *d0.Unattributed != want {
+	if want := h.gpus[0].mem.Used - 10850*nvmlMiB - 600*nvmlMiB; d0.Unattributed == nil || *d0.Unattributed != want {
 		t.Errorf("GPU 0 unattributed %v, want %d", d0.Unattributed, want)
 	}
 	if d1, _ := snap.Device("1"); d1.Unattributed != nil || len(d1.Processes) != 1 || d1.Processes[0].UsedBytes != nil {
 		t.Errorf("GPU 1 (a process of unknown memory): unattributed %v, processes %+v; want both unknown", d1.Unattributed, d1.Processes)
 	}
 	d2, _ := snap.Device("2")
-	if len(d2.Processes) != 1 || d2.Processes[0].Visible || d2.Unattributed == nil || *d2.Unattributed != h.gpus[2].mem.Used-2*gib {
+	if len(d2.Processes) != 1 || d2.Processes[0].Visible || d2.Unattributed == nil || *d2.Unattributed != h.gpus[2].mem.Used-2*nvmlGiB {
 		t.Errorf("GPU 2: processes %+v unattributed %v", d2.Processes, d2.Unattributed)
 	}
 	if d3, _ := snap.Device("3"); d3.Unattributed == nil || *d3.Unattributed != d3.MemoryUsed || len(d3.Processes) != 0 {
@@ -638,8 +641,8 @@ func TestNVMLSampler(t *testing.T) {
 		t.Errorf("GPU 6 in MIG mode: %+v", d6)
 	}
 	mig, ok := snap.Device("6/2")
-	if !ok || mig.MIG == nil || mig.MemoryUsed != 9*gib || len(mig.Processes) != 1 || mig.Processes[0].PID != 1004 ||
-		mig.Unattributed == nil || *mig.Unattributed != gib {
+	if !ok || mig.MIG == nil || mig.MemoryUsed != 9*nvmlGiB || len(mig.Processes) != 1 || mig.Processes[0].PID != 1004 ||
+		mig.Unattributed == nil || *mig.Unattributed != nvmlGiB {
 		t.Errorf("MIG instance 6/2: %+v", mig)
 	}
 	if idx := func() int {
@@ -654,7 +657,7 @@ func TestNVMLSampler(t *testing.T) {
 	}
 
 	// A process exits: the next process poll shows it as exited.
-	h.gpus[0].compute = procs(1001, 10850*mib)
+	h.gpus[0].compute = nvmlProcs(1001, 10850*nvmlMiB)
 	now = now.Add(time.Second)
 	snap, _ = smp.Tick(now)
 	d0, _ = snap.Device("0")

@@ -3,12 +3,12 @@ package sampler
 import (
 	"bytes"
 	"errors"
-	"io"
 	"io/fs"
-	"os"
+	"math"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -55,6 +55,7 @@ type ProcReader struct {
 }
 
 type procEntry struct {
+	statPath   string
 	startTicks uint64
 	gen        uint64
 	info       ProcInfo
@@ -111,24 +112,32 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 	if e != nil && e.gen == r.gen {
 		return e.info
 	}
-	dir := filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10))
-	stat, err := r.readInto(&r.statBuf, filepath.Join(dir, "stat"), 1024)
+	dir := ""
+	statPath := ""
+	if e != nil {
+		statPath = e.statPath
+	} else {
+		dir = filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10))
+		statPath = filepath.Join(dir, "stat")
+	}
+	stat, err := r.readInto(&r.statBuf, statPath, 1024)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			// No such PID here: another PID namespace, or gone.
-			info := ProcInfo{}
-			r.entries[pid] = &procEntry{gen: r.gen, info: info}
-			return info
+		info := ProcInfo{}
+		if !errors.Is(err, fs.ErrNotExist) {
+			// Present but unreadable: visible, details unknown. (Absent:
+			// another PID namespace, or gone.)
+			info.Visible = true
 		}
-		// Present but unreadable: visible, details unknown.
-		info := ProcInfo{Visible: true}
-		r.entries[pid] = &procEntry{gen: r.gen, info: info}
+		r.entries[pid] = &procEntry{statPath: statPath, gen: r.gen, info: info}
 		return info
 	}
 	start, okStart := parseStatStart(stat)
 	if e != nil && e.info.Visible && okStart && e.startTicks == start {
 		e.gen = r.gen
 		return e.info
+	}
+	if dir == "" {
+		dir = filepath.Dir(statPath)
 	}
 	info := ProcInfo{Visible: true}
 	if okStart {
@@ -157,7 +166,7 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 	if b, err := r.readFile(filepath.Join(dir, "cgroup"), 64<<10); err == nil {
 		info.Container = containerID(b)
 	}
-	r.entries[pid] = &procEntry{startTicks: start, gen: r.gen, info: info}
+	r.entries[pid] = &procEntry{statPath: statPath, startTicks: start, gen: r.gen, info: info}
 	return info
 }
 
@@ -212,55 +221,73 @@ func (r *ProcReader) readFile(path string, limit int) ([]byte, error) {
 }
 
 // readInto reads at most limit bytes of a file into *scratch, growing it as
-// needed, and returns them.
+// needed, and returns them. It reads with plain system calls: an os.File
+// costs an allocation and a poller check per open, and a sweep opens one
+// file per process.
 func (r *ProcReader) readInto(scratch *[]byte, path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	}
-	defer f.Close()
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
 	buf := (*scratch)[:0]
 	for len(buf) < limit {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
 		end := min(cap(buf), limit)
-		n, err := f.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
+		n, err := syscall.Read(fd, buf[len(buf):end])
+		if err == syscall.EINTR {
+			continue
 		}
 		if err != nil {
 			*scratch = buf[:0]
-			return nil, err
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
+		if n <= 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
 	}
 	*scratch = buf[:0]
 	return buf, nil
 }
 
-// statFields returns the fields of /proc/PID/stat after the command name,
-// starting with field 3 (state). The command name (field 2) is in
-// parentheses and may itself contain spaces and parentheses, so the fields
-// start after the last ')'.
-func statFields(stat []byte) [][]byte {
+// parseStatStart returns field 22 of /proc/PID/stat: the start time in clock
+// ticks since boot. The command name (field 2) is in parentheses and may
+// itself hold spaces and parentheses, so the fields are counted from the
+// last ')'. It runs for every listed process on every sweep, so it does not
+// allocate.
+func parseStatStart(stat []byte) (uint64, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return nil
-	}
-	return bytes.Fields(stat[i+1:])
-}
-
-// parseStatStart returns field 22 of /proc/PID/stat: the start time in clock
-// ticks since boot.
-func parseStatStart(stat []byte) (uint64, bool) {
-	f := statFields(stat)
-	const idx = 22 - 3
-	if len(f) <= idx {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(f[idx]), 10, 64)
-	return v, err == nil
+	rest := stat[i+1:]
+	for field := 3; ; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			return 0, false
+		}
+		end := bytes.IndexAny(rest, " \n")
+		if end < 0 {
+			end = len(rest)
+		}
+		if field == 22 {
+			var v uint64
+			for _, c := range rest[:end] {
+				if c < '0' || c > '9' || v > (math.MaxUint64-9)/10 {
+					return 0, false
+				}
+				v = v*10 + uint64(c-'0')
+			}
+			return v, end > 0
+		}
+		rest = rest[end:]
+	}
 }
 
 // statComm returns field 2 of /proc/PID/stat, the command name.

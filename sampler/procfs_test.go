@@ -65,8 +65,8 @@ func TestProcReaderMissingPID(t *testing.T) {
 	}
 }
 
-// copyProc copies the fixtures to a directory the test may change.
-func copyProc(t testing.TB) string {
+// copyProcFixtures copies the fixtures to a directory the test may change.
+func copyProcFixtures(t testing.TB) string {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(fixtureProc, func(path string, d os.DirEntry, err error) error {
@@ -89,7 +89,7 @@ func copyProc(t testing.TB) string {
 	return dst
 }
 
-func writeFile(t testing.TB, path, s string) {
+func writeProcFile(t testing.TB, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -97,13 +97,13 @@ func writeFile(t testing.TB, path, s string) {
 }
 
 func TestProcReaderCachesPerStartTime(t *testing.T) {
-	root := copyProc(t)
+	root := copyProcFixtures(t)
 	r := NewProcReader(root)
 	first := r.Lookup(1001)
 	r.Prune()
 
 	// Same process (same start time): its command line is not read again.
-	writeFile(t, filepath.Join(root, "1001", "cmdline"), "changed\x00")
+	writeProcFile(t, filepath.Join(root, "1001", "cmdline"), "changed\x00")
 	if got := r.Lookup(1001); got.Command != first.Command {
 		t.Fatalf("known process re-read: command %q, want cached %q", got.Command, first.Command)
 	}
@@ -114,7 +114,7 @@ func TestProcReaderCachesPerStartTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(root, "1001", "stat"), strings.Replace(string(stat), " 500000 ", " 600000 ", 1))
+	writeProcFile(t, filepath.Join(root, "1001", "stat"), strings.Replace(string(stat), " 500000 ", " 600000 ", 1))
 	got := r.Lookup(1001)
 	if got.Command != "changed" {
 		t.Fatalf("reused PID: command %q, want the new process's %q", got.Command, "changed")
@@ -141,7 +141,7 @@ func TestProcReaderPruneEvicts(t *testing.T) {
 }
 
 func TestProcReaderProcessGone(t *testing.T) {
-	root := copyProc(t)
+	root := copyProcFixtures(t)
 	r := NewProcReader(root)
 	if !r.Lookup(1005).Visible {
 		t.Fatal("pid 1005 not visible")
