@@ -132,7 +132,6 @@ func (w *Writer) openFile() error {
 	}
 	w.bw = bufio.NewWriterSize(out, 64<<10)
 	w.hasH = false
-	w.enc.Reset()
 	w.flush = w.opts.Now()
 	return nil
 }

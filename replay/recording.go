@@ -57,12 +57,17 @@ func build(frames []frame) *Recording {
 	push := func(s *series, h *recorder.Samples, t int64, v uint64, implied bool) {
 		if h != nil {
 			for _, x := range *h {
+				// A part that starts over (after rotation, or a session
+				// appended) repeats the history it began with.
+				if n := len(s.t); n > 0 && x.T <= s.t[n-1] {
+					continue
+				}
 				s.t = append(s.t, x.T)
 				s.v = append(s.v, x.V)
 			}
 			return
 		}
-		if implied {
+		if implied && (len(s.t) == 0 || t > s.t[len(s.t)-1]) {
 			s.t = append(s.t, t)
 			s.v = append(s.v, v)
 		}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vramtop/vramtop/recorder"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+func init() {
+	register("record", "record GPU memory to a file, headless (replay it with vramtop replay)", runRecord)
+}
+
+func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop record", flag.ContinueOnError)
+	var sf sourceFlags
+	sf.add(fs)
+	out := fs.String("o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (e.g. 100M): FILE becomes FILE.1, …")
+	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
+	quiet := fs.Bool("q", false, "print nothing but errors")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop record -o FILE [flags]\n\nAppends a snapshot of every GPU to FILE at each interval, one JSON line each,\nuntil interrupted (Ctrl-C, SIGTERM) or --duration has passed.\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vramtop record: unexpected argument %q (the file is given with -o)\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "vramtop record: name the recording with -o FILE")
+		return exitUsage
+	}
+	if *duration < 0 {
+		fmt.Fprintf(stderr, "vramtop record: --duration %v is negative\n", *duration)
+		return exitUsage
+	}
+	if *keep < 1 {
+		fmt.Fprintf(stderr, "vramtop record: --keep %d: keep at least 1 part\n", *keep)
+		return exitUsage
+	}
+	var size int64
+	if *maxSize != "" {
+		var err error
+		if size, err = recorder.ParseSize(*maxSize); err != nil {
+			fmt.Fprintf(stderr, "vramtop record: --max-size: %v\n", err)
+			return exitUsage
+		}
+		if size < 4<<10 {
+			fmt.Fprintf(stderr, "vramtop record: --max-size %s is too small (4K at least)\n", *maxSize)
+			return exitUsage
+		}
+	}
+	// Open the file first: a file that cannot be written is reported before
+	// any GPU is touched.
+	w, err := recorder.Open(recorder.Options{
+		Path: *out, MaxSize: size, Keep: *keep,
+		Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop record: %v\n", err)
+		return 1
+	}
+	s, code := sf.newSampler(stderr)
+	if s == nil {
+		w.Close()
+		return code
+	}
+	// A closed terminal ends the recording cleanly too.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
+	var until time.Time
+	if *duration > 0 {
+		until = time.Now().Add(*duration)
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "vramtop record: recording to %s every %v; Ctrl-C stops\n", *out, sf.interval)
+	}
+	n := 0
+	err = recorder.Loop(ctx, s, until, nil, func(snap sampler.Snapshot) error {
+		n++
+		return w.Write(snap)
+	})
+	s.Close()
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop record: %v (%d snapshots recorded)\n", err, n)
+		return 1
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "vramtop record: %d snapshots recorded to %s\n", n, *out)
+	}
+	return 0
+}
