@@ -45,8 +45,8 @@ func TestDamagedLinesAreSkippedWithTheirNumbers(t *testing.T) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	// Line 1 is the header; line k+2 holds snapshot k.
 	lines[4] = append(bytes.Clone(lines[4][:40]), []byte("\x00\xff garbage }}\n")...) // snapshot 3
-	lines[8] = append(bytes.Clone(lines[8][:len(lines[8])/2]), '\n')                // snapshot 7, cut short
-	lines[12] = []byte(`{"t":"not a time","d":[]}` + "\n")                          // snapshot 11
+	lines[8] = append(bytes.Clone(lines[8][:len(lines[8])/2]), '\n')                  // snapshot 7, cut short
+	lines[12] = []byte(`{"t":"not a time","d":[]}` + "\n")                            // snapshot 11
 	var out []byte
 	for i, l := range lines {
 		out = append(out, l...)
