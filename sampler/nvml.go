@@ -20,6 +20,10 @@ const nvmlLibrary = "libnvidia-ml.so.1"
 // again, so that instances created or destroyed while vramtop runs show.
 const migRescanInterval = 30 * time.Second
 
+// migStaleRescan is how soon the MIG layout is read again after a MIG
+// instance failed to report (it may have been destroyed).
+const migStaleRescan = 2 * time.Second
+
 // OpenNVML opens the NVML source over the system's libnvidia-ml.so.1. Where
 // the library cannot be loaded, the error wraps ErrNoDriver.
 func OpenNVML() (Source, error) {
@@ -374,7 +378,7 @@ func (s *nvmlSource) ReadMemory(now time.Time, out []MemSample) error {
 		}
 	}
 	for i, d := range s.devs {
-		if !s.readDevice(d, &out[i]) && d.mig {
+		if !s.readDevice(d, &out[i]) && d.mig && now.Sub(s.lastScan) >= migStaleRescan {
 			// A stale MIG handle: the instance may have been destroyed.
 			s.rescan = true
 		}
@@ -460,6 +464,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error
 		return buf, fmt.Errorf("NVML source: %d error slots for %d devices", len(errs), len(s.devs))
 	}
 	for i, d := range s.devs {
+		errs[i] = nil
 		if d.h == nil {
 			errs[i] = d.openErr
 			continue

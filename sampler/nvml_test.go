@@ -671,3 +671,25 @@ func TestNVMLSampler(t *testing.T) {
 		t.Errorf("pid 1005 left NVML's list but is not shown as exited: %+v", d0.Processes)
 	}
 }
+
+func TestNVMLMIGInstanceVanishes(t *testing.T) {
+	h := newMockHost(nil)
+	a := &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-aaaa",
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: nvmlGiB, Free: 39 * nvmlGiB}}}
+	b := &migInstance{gi: 2, name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid: "MIG-bbbb",
+		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: 2 * nvmlGiB, Free: 38 * nvmlGiB}}}
+	h.enableMIG(0, a, b)
+	s := h.open(t)
+	out := make([]MemSample, len(s.Info().Devices))
+	s.ReadMemory(nvmlT0, out)
+	// Instance 2 is destroyed: its handle stops answering.
+	b.gpu.memRet = nvml.ERROR_INVALID_ARGUMENT
+	h.setMIG(0, a)
+	s.ReadMemory(nvmlT0.Add(migStaleRescan), out)
+	if out[2].Err == nil {
+		t.Fatal("the destroyed instance reported no error")
+	}
+	if n := len(s.Info().Devices); n != 9 {
+		t.Fatalf("%d devices after instance 0/2 vanished, want 9 well before the periodic rescan", n)
+	}
+}
