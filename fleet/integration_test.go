@@ -1,0 +1,164 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/fleet/internal/promtest"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// buildVramtop builds the vramtop command into a temporary directory.
+func buildVramtop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vramtop")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/vramtop/vramtop")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// demoRange is what the demo shows for each device over its first
+// minutes: the total, and the least and most used memory.
+type demoRange struct {
+	total            uint64
+	minUsed, maxUsed uint64
+	hasReserved      bool
+}
+
+func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
+	t.Helper()
+	start := time.Now()
+	demo := sampler.NewDemo(start)
+	info := demo.Info()
+	out := make([]sampler.MemSample, len(info.Devices))
+	exp := map[string]demoRange{}
+	for dt := time.Duration(0); dt <= span; dt += 250 * time.Millisecond {
+		if err := demo.ReadMemory(start.Add(dt), out); err != nil {
+			t.Fatal(err)
+		}
+		for i, di := range info.Devices {
+			id := fmt.Sprint(di.Index)
+			if di.MIG != nil {
+				id = fmt.Sprintf("%d/%d", di.MIG.ParentIndex, di.MIG.GPUInstanceID)
+			}
+			m := out[i]
+			r, ok := exp[id]
+			if !ok {
+				r = demoRange{total: m.Total, minUsed: m.Used, maxUsed: m.Used, hasReserved: m.HasReserved}
+			}
+			r.minUsed, r.maxUsed = min(r.minUsed, m.Used), max(r.maxUsed, m.Used)
+			exp[id] = r
+		}
+	}
+	return exp
+}
+
+// TestFleetAgainstPrometheus runs the whole path for real: two `vramtop
+// serve --demo` exporters, a Prometheus scraping them every second, and
+// `vramtop fleet --once --json` reading both hosts back.
+func TestFleetAgainstPrometheus(t *testing.T) {
+	promBin := promtest.Binary(t)
+	if testing.Short() {
+		t.Skip("starts Prometheus and two exporters")
+	}
+	vramtop := buildVramtop(t)
+
+	hosts := []string{"hostA", "hostB"}
+	var targets []string
+	for _, h := range hosts {
+		addr := promtest.FreeAddr(t)
+		p := promtest.Start(t, "vramtop serve "+h, vramtop, "serve", "--demo", "--hostname", h, "--listen", addr, "--interval", "500ms")
+		promtest.WaitFor(t, 20*time.Second, "exporter "+h+" healthy", func() (bool, string) {
+			if p.Exited() {
+				t.Fatalf("exporter %s exited:\n%s", h, p.Output())
+			}
+			code, body := promtest.Get("http://" + addr + "/healthz")
+			return code == http.StatusOK, fmt.Sprint(code, " ", body)
+		})
+		targets = append(targets, addr)
+	}
+	start := time.Now()
+
+	prom := promtest.StartPrometheus(t, promBin, time.Second, targets...)
+	promtest.WaitFor(t, 30*time.Second, "both targets up", func() (bool, string) {
+		n, err := prom.TargetsUp()
+		return err == nil && n == len(hosts), fmt.Sprintf("%d up, %v", n, err)
+	})
+	// The targets are up once scraped; wait until the samples are queryable.
+	client, err := fleet.NewClient(prom.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promtest.WaitFor(t, 30*time.Second, "both hosts' series in Prometheus", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := client.Query(ctx, "count by (Hostname) (vramtop_gpu_memory_total_bytes)")
+		return err == nil && len(res) == len(hosts), fmt.Sprintf("%d hosts, %v", len(res), err)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, vramtop, "fleet", "--prometheus", prom.URL, "--once", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("vramtop fleet: %v\n%s\n%s", err, stderr.String(), stdout.String())
+	}
+	elapsed := time.Since(start)
+
+	var snap sampler.Snapshot
+	if err := json.Unmarshal(stdout.Bytes(), &snap); err != nil {
+		t.Fatalf("fleet JSON: %v\n%s", err, stdout.String())
+	}
+	if snap.Source != "fleet" || snap.Err != "" {
+		t.Errorf("source %q, error %q", snap.Source, snap.Err)
+	}
+
+	// The demo's numbers, over more than the time the exporters have run.
+	exp := demoExpectations(t, elapsed+time.Minute)
+	for _, h := range hosts {
+		got := map[string]sampler.Device{}
+		procs := 0
+		for _, d := range snap.Devices {
+			if d.Hostname == h {
+				got[strings.TrimPrefix(d.ID, h+":")] = d
+				procs += len(d.Processes)
+			}
+		}
+		if len(got) != len(exp) {
+			t.Errorf("%s: %d devices in the fleet, the demo has %d", h, len(got), len(exp))
+		}
+		for id, want := range exp {
+			d, ok := got[id]
+			if !ok {
+				t.Errorf("%s: device %s missing", h, id)
+				continue
+			}
+			if d.MemoryTotal != want.total {
+				t.Errorf("%s:%s: memory_total %d, the demo's is %d", h, id, d.MemoryTotal, want.total)
+			}
+			if d.MemoryUsed < want.minUsed || d.MemoryUsed > want.maxUsed {
+				t.Errorf("%s:%s: memory_used %d outside the demo's [%d, %d]", h, id, d.MemoryUsed, want.minUsed, want.maxUsed)
+			}
+			if (d.MemoryReserved != nil) != want.hasReserved {
+				t.Errorf("%s:%s: reserved present %v, the demo's %v", h, id, d.MemoryReserved != nil, want.hasReserved)
+			}
+		}
+		if procs == 0 {
+			t.Errorf("%s: no processes reported", h)
+		}
+	}
+}
