@@ -366,7 +366,12 @@ func (d *Demo) gpu2(dev int, seed uint64) {
 		command: "python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-70B-Instruct --gpu-memory-utilization 0.65",
 		life:    always(19088, -26*time.Hour),
 		mem:     constMiB(93450),
-		util:    func(t time.Duration) float64 { return clampPct(d.devs[dev].util(t) - 12) },
+		util: func(t time.Duration) float64 {
+			if t < demoFrankExits {
+				return clampPct(d.devs[dev].util(t) - 12) // frank's share
+			}
+			return d.devs[dev].util(t)
+		},
 	}, demoProc{
 		dev: dev, user: "frank", uid: 1006, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python embed_corpus.py --shard 3 --batch 256",
@@ -617,9 +622,11 @@ func (d *Demo) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) er
 func (d *Demo) Close() error { return nil }
 
 // AddProcess puts a process on demo device `device` (an index in
-// Info().Devices): `vramtop run --demo` shows its child there. bytes gives
-// the process's memory as a function of the time since a reading first saw
-// it, which is also its start time. Safe to call from any goroutine.
+// Info().Devices; a MIG parent or an index out of range is ignored):
+// `vramtop run --demo` shows its child there. bytes gives the process's
+// memory as a function of the time since a reading first saw it, which is
+// also its start time; the device's used memory includes it. Safe to call
+// from any goroutine.
 func (d *Demo) AddProcess(device int, pid uint32, user, command string, bytes func(elapsed time.Duration) uint64) {
 	if device < 0 || device >= len(d.devs) || d.devs[device].kind == kindA100MIGParent {
 		return
