@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"math"
+	"math/bits"
 	"sort"
 	"time"
 )
@@ -210,10 +211,12 @@ func (w Window) BucketsInto(out []float64, from, to time.Time) {
 		if s.t >= end {
 			break
 		}
-		b := int(float64(s.t-f) / float64(span) * float64(n))
-		if b >= n {
-			b = n - 1
-		}
+		// Exact integer column: (t-from)*n/span in 128 bits, so a sample
+		// on a column's edge is not drawn a column early by rounding, and
+		// long spans do not overflow. The quotient is below n.
+		hi, lo := bits.Mul64(uint64(s.t-f), uint64(n))
+		q, _ := bits.Div64(hi, lo, uint64(span))
+		b := int(q)
 		if v := float64(s.v); math.IsNaN(out[b]) || v > out[b] {
 			out[b] = v
 		}
