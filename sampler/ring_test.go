@@ -292,3 +292,20 @@ func TestRingWindowsAcrossGoroutines(t *testing.T) {
 	default:
 	}
 }
+
+func TestBucketsPutASampleOnAColumnEdgeInThatColumn(t *testing.T) {
+	// 60 s in 50 columns of 1.2 s: a sample at 34.8 s starts column 29.
+	// (34.8/60*50 in floating point is 28.999…, which drew it a column
+	// early.)
+	for _, c := range []struct {
+		span   time.Duration
+		n, col int
+	}{{time.Minute, 50, 29}, {time.Hour, 45, 13}, {time.Hour, 45, 26}} {
+		edge := ringT0.Add(c.span * time.Duration(c.col) / time.Duration(c.n))
+		w := WindowOf([]time.Time{edge}, []uint64{99})
+		b := w.Buckets(ringT0, ringT0.Add(c.span), c.n)
+		if b[c.col] != 99 || !math.IsNaN(b[c.col-1]) {
+			t.Fatalf("%v in %d columns: sample at the start of column %d drawn as %v | %v", c.span, c.n, c.col, b[c.col-1], b[c.col])
+		}
+	}
+}
