@@ -175,4 +175,3 @@ func TestPlayerPlaysInRealTime(t *testing.T) {
 		}
 	}
 }
-
