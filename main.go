@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"sort"
 	"strings"
 	"syscall"
@@ -217,11 +218,20 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	// Whose processes are "mine": the demo's user in the demo.
+	me := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		me = u.Username
+	}
+	if sf.demo == "on" {
+		me = sampler.DemoUser
+	}
 	err := ui.Run(ctx, snaps, ui.Options{
 		Thresholds:  th,
 		Bell:        *bell,
 		SetInterval: s.SetInterval,
 		Version:     version,
+		User:        me,
 	})
 	cancel()
 	<-done

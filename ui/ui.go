@@ -5,8 +5,10 @@ package ui
 import (
 	"context"
 	"errors"
-	"io"
+	"os"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -20,14 +22,48 @@ type Options struct {
 	// source cannot change it (replay).
 	SetInterval func(time.Duration)
 	Version     string
+	// User is whose processes are "mine" (the m key, the K key, the
+	// highlighting): the current user, or sampler.DemoUser in demo mode.
+	User string
+	// Now is the clock for the stale check; time.Now when nil.
+	Now func() time.Time
+	// Replay is set when the snapshots come from a recording; the replay
+	// keys then drive it.
+	Replay ReplayControl
+	// Title replaces "vramtop" at the left of the header ("vramtop replay
+	// run.jsonl.gz", "vramtop fleet").
+	Title string
+}
+
+// ReplayControl drives a replay. The UI calls it from its own goroutine;
+// implementations must be safe to call while the replay publishes snapshots,
+// and each call must return at once (the effect arrives as snapshots).
+type ReplayControl interface {
+	Toggle()                // play / pause
+	Step(n int)             // n samples forward (negative: back), pausing
+	SeekBy(d time.Duration) // jump by d (negative: back)
+	SeekStart()             // the first moment of the recording
+	SeekEnd()               // the last moment
+	CycleSpeed()            // ×1 → ×4 → ×16 → ×1
+	Status() string         // one short line for the header: "▶ ×4 03:12:05 (41%)"
 }
 
 // Run shows the live view until the user quits or ctx ends.
 func Run(ctx context.Context, snaps <-chan sampler.Snapshot, opts Options) error {
-	return errors.New("live view not built yet")
+	m := New(snaps, opts)
+	p := tea.NewProgram(m, tea.WithContext(ctx))
+	_, err := p.Run()
+	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // asked to stop
+	}
+	if errors.Is(err, tea.ErrInterrupted) {
+		return nil
+	}
+	return err
 }
 
-// WriteTable prints one snapshot as a plain table (vramtop --once).
-func WriteTable(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds) error {
-	return errors.New("table not built yet")
+// noColor reports whether the NO_COLOR convention asks for no colour.
+func noColor() bool {
+	v, ok := os.LookupEnv("NO_COLOR")
+	return ok && v != ""
 }

@@ -1,0 +1,224 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// host is one machine of a fleet snapshot.
+type host struct {
+	name     string
+	devices  []sampler.Device
+	pressure float64 // the highest used% of its GPUs
+	used     uint64
+	total    uint64
+	errs     int
+}
+
+// isFleet reports whether the snapshot holds devices of named hosts.
+func isFleet(snap sampler.Snapshot) bool {
+	for _, d := range snap.Devices {
+		if d.Hostname != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hostsOf groups the devices by host, most pressed first.
+func hostsOf(snap sampler.Snapshot) []host {
+	idx := map[string]int{}
+	var hs []host
+	for _, d := range snap.Devices {
+		i, ok := idx[d.Hostname]
+		if !ok {
+			i = len(hs)
+			idx[d.Hostname] = i
+			hs = append(hs, host{name: d.Hostname})
+		}
+		h := &hs[i]
+		h.devices = append(h.devices, d)
+		h.used += d.MemoryUsed
+		h.total += d.MemoryTotal
+		if p := d.UsedPercent(); p > h.pressure {
+			h.pressure = p
+		}
+		if d.Err != "" {
+			h.errs++
+		}
+	}
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].pressure != hs[j].pressure {
+			return hs[i].pressure > hs[j].pressure
+		}
+		return hs[i].name < hs[j].name
+	})
+	return hs
+}
+
+// hostSnapshot is snap reduced to one host's devices.
+func hostSnapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
+	out := snap
+	out.Devices = nil
+	for _, d := range snap.Devices {
+		if d.Hostname == name {
+			out.Devices = append(out.Devices, d)
+		}
+	}
+	out.Hostname = name
+	return out
+}
+
+// hostList is the first screen of a fleet: hosts by memory pressure, each
+// with its GPUs in compact rows.
+type hostList struct {
+	st     Styles
+	keys   keyMap
+	th     advisor.Thresholds
+	width  int
+	height int
+
+	snap     sampler.Snapshot
+	hosts    []host
+	sel, off int
+	selName  string
+}
+
+func newHostList(st Styles, keys keyMap, th advisor.Thresholds) hostList {
+	return hostList{st: st, keys: keys, th: th}
+}
+
+func (h *hostList) SetSize(w, hh int) {
+	h.width, h.height = w, hh
+	h.scroll()
+}
+
+func (h *hostList) SetSnapshot(snap sampler.Snapshot) {
+	h.snap = snap
+	h.hosts = hostsOf(snap)
+	h.sel = clamp(h.sel, 0, len(h.hosts)-1)
+	for i, x := range h.hosts {
+		if x.name == h.selName {
+			h.sel = i
+		}
+	}
+	h.remember()
+	h.scroll()
+}
+
+func (h *hostList) remember() {
+	if h.sel >= 0 && h.sel < len(h.hosts) {
+		h.selName = h.hosts[h.sel].name
+	}
+}
+
+// blockHeight is the lines a host takes: its line and one per GPU.
+func (x host) blockHeight() int { return 1 + len(x.devices) }
+
+// scroll keeps the selected host's block on screen.
+func (h *hostList) scroll() {
+	if h.height <= 0 || len(h.hosts) == 0 {
+		return
+	}
+	if h.sel < h.off {
+		h.off = h.sel
+	}
+	for h.off < h.sel {
+		lines := 0
+		for i := h.off; i <= h.sel; i++ {
+			lines += h.hosts[i].blockHeight()
+		}
+		if lines <= h.height {
+			break
+		}
+		h.off++
+	}
+}
+
+func (h *hostList) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if w, isWheel := msg.(tea.MouseWheelMsg); isWheel {
+		switch w.Button {
+		case tea.MouseWheelUp:
+			h.sel--
+		case tea.MouseWheelDown:
+			h.sel++
+		}
+	}
+	switch {
+	case !ok:
+	case key.Matches(k, h.keys.Up):
+		h.sel--
+	case key.Matches(k, h.keys.Down):
+		h.sel++
+	case key.Matches(k, h.keys.PageUp):
+		h.sel -= 5
+	case key.Matches(k, h.keys.PageDown):
+		h.sel += 5
+	case key.Matches(k, h.keys.Top):
+		h.sel = 0
+	case key.Matches(k, h.keys.Bottom):
+		h.sel = len(h.hosts) - 1
+	}
+	h.sel = clamp(h.sel, 0, len(h.hosts)-1)
+	h.remember()
+	h.scroll()
+	return nil
+}
+
+// Selected returns the selected host's name.
+func (h *hostList) Selected() (string, bool) {
+	if h.sel < 0 || h.sel >= len(h.hosts) {
+		return "", false
+	}
+	return h.hosts[h.sel].name, true
+}
+
+func (h hostList) View() string {
+	if h.width <= 0 || h.height <= 0 {
+		return ""
+	}
+	if len(h.hosts) == 0 {
+		return h.st.Dim.Render(fit("  no hosts reported yet", h.width))
+	}
+	g := newGPUPane(h.st, h.keys, h.th)
+	g.compact = true
+	g.width = h.width - 2
+	var lines []string
+	for i := h.off; i < len(h.hosts) && len(lines) < h.height; i++ {
+		x := h.hosts[i]
+		sev := severity(x.pressure, h.th)
+		name := x.name
+		if name == "" {
+			name = "(unnamed host)"
+		}
+		line := fmt.Sprintf("%s  %d GPU  max %s  used %s / %s", name, len(x.devices), fmtPct(x.pressure), fmtBytes(x.used), fmtBytes(x.total))
+		if x.errs > 0 {
+			line += h.st.Error.Render(fmt.Sprintf("  %d with errors", x.errs))
+		}
+		marker := "  "
+		if i == h.sel {
+			marker = h.st.Accent.Render("▶ ")
+		}
+		line = marker + h.st.Severity(sev).Render(fit(line, h.width-2))
+		if i == h.sel {
+			line = h.st.Selected.Render(line)
+		}
+		lines = append(lines, line)
+		g.snap = sampler.Snapshot{Time: h.snap.Time, Interval: h.snap.Interval, Devices: x.devices}
+		for _, d := range x.devices {
+			if len(lines) >= h.height {
+				break
+			}
+			lines = append(lines, "  "+g.compactLine(d, false))
+		}
+	}
+	return strings.Join(lines, "\n")
+}

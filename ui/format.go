@@ -1,0 +1,192 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+const (
+	mib = 1 << 20
+	gib = 1 << 30
+	na  = "n/a"
+)
+
+// fmtBytes formats a size for people: "61.2 GiB", "512 MiB".
+func fmtBytes(b uint64) string {
+	if b >= gib {
+		return fmt.Sprintf("%.1f GiB", float64(b)/gib)
+	}
+	return fmt.Sprintf("%d MiB", b/mib)
+}
+
+// fmtBytesShort is fmtBytes for narrow columns: "61.2G", "512M".
+func fmtBytesShort(b uint64) string {
+	if b >= gib {
+		g := float64(b) / gib
+		if g >= 1000 {
+			return fmt.Sprintf("%.0fG", g)
+		}
+		return fmt.Sprintf("%.1fG", g)
+	}
+	return fmt.Sprintf("%dM", b/mib)
+}
+
+// fmtOptBytes is fmtBytes, n/a for an absent value.
+func fmtOptBytes(b *uint64) string {
+	if b == nil {
+		return na
+	}
+	return fmtBytes(*b)
+}
+
+// fmtPct formats a percentage without decimals: "44%".
+func fmtPct(p float64) string {
+	if math.IsNaN(p) || math.IsInf(p, 0) {
+		return na
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+func fmtOptPct(p *float64) string {
+	if p == nil {
+		return na
+	}
+	return fmtPct(*p)
+}
+
+func fmtTemp(t *int) string {
+	if t == nil {
+		return na
+	}
+	return fmt.Sprintf("%d°C", *t)
+}
+
+func fmtPower(p *float64) string {
+	if p == nil {
+		return na
+	}
+	return fmt.Sprintf("%.0f W", *p)
+}
+
+// fmtAge formats a duration compactly: "45s", "12m", "3h04m", "2d03h".
+func fmtAge(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// fmtSpan formats a window length: "5m", "1h", "90s".
+func fmtSpan(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d >= time.Second:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	}
+	return d.String()
+}
+
+// percent of used in total, 0 for a zero total.
+func percent(used, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(used) / float64(total) * 100
+}
+
+// severity maps a used percentage to the advisor's severity levels.
+func severity(pct float64, th advisor.Thresholds) advisor.Severity {
+	switch {
+	case th.Crit > 0 && pct >= th.Crit:
+		return advisor.Crit
+	case th.Warn > 0 && pct >= th.Warn:
+		return advisor.Warn
+	}
+	return advisor.Info
+}
+
+// deviceLabel is the short name of a device in tables: its ID ("0", "0/3",
+// or "host:0" in a fleet).
+func deviceLabel(d sampler.Device) string {
+	if d.ID != "" {
+		return d.ID
+	}
+	return fmt.Sprint(d.Index)
+}
+
+// shortName drops the vendor prefix of a GPU name: "NVIDIA H200" → "H200".
+func shortName(n string) string {
+	for _, p := range []string{"NVIDIA ", "Tesla "} {
+		n = strings.TrimPrefix(n, p)
+	}
+	return n
+}
+
+// fit pads or truncates s (which may hold ANSI) to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+// fitRight right-aligns s in w cells, truncating when longer.
+func fitRight(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return strings.Repeat(" ", w-sw) + s
+}
+
+// clampLines truncates every line of s to w cells and keeps at most h lines.
+func clampLines(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func clamp(v, lo, hi int) int {
+	if hi < lo {
+		return lo
+	}
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}

@@ -1,0 +1,277 @@
+package ui
+
+import (
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/guptarohit/asciigraph"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// Sizes of a GPU panel, in lines: the text block of the full panel has four
+// lines (name, bar, memory, utilisation), and the sparkline beside it grows
+// with the room left.
+const (
+	panelTextLines = 4
+	panelMaxLines  = 12
+	compactAt      = 8 // GPUs from which the panel is one line per GPU
+)
+
+// gpuPane shows each GPU: a full panel with bar and sparkline, or one line
+// per GPU with an inline sparkline when there are many GPUs or little room.
+type gpuPane struct {
+	st      Styles
+	keys    keyMap
+	th      advisor.Thresholds
+	width   int
+	height  int
+	focused bool
+	compact bool
+	panelH  int
+	span    time.Duration
+
+	snap     sampler.Snapshot
+	sel, off int
+}
+
+func newGPUPane(st Styles, keys keyMap, th advisor.Thresholds) gpuPane {
+	return gpuPane{st: st, keys: keys, th: th, span: defaultSpan, panelH: panelTextLines}
+}
+
+// SetSnapshot sets the devices shown.
+func (g *gpuPane) SetSnapshot(snap sampler.Snapshot) {
+	g.snap = snap
+	g.sel = clamp(g.sel, 0, len(snap.Devices)-1)
+	g.scroll()
+}
+
+// Layout picks the full or compact form for a pane of width w and at most
+// maxH lines, given that the process table wants procWant lines and needs
+// procMin; it returns the height the pane takes.
+func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
+	n := len(g.snap.Devices)
+	g.width = w
+	if n == 0 {
+		g.height = min(1, maxH)
+		return g.height
+	}
+	// Full panels when they leave the process table a third of the room
+	// (or all it wants).
+	procRoom := min(procWant, max(procMin, maxH/3))
+	full := n < compactAt && w >= fullMinWidth && n*panelTextLines+procRoom <= maxH
+	if full {
+		procs := clamp(procWant, procMin, maxH-n*panelTextLines)
+		g.panelH = clamp((maxH-procs)/n, panelTextLines, panelMaxLines)
+		g.compact = false
+		g.height = n * g.panelH
+	} else {
+		g.compact = true
+		g.height = clamp(n, 1, max(maxH-procMin, 1))
+	}
+	g.scroll()
+	return g.height
+}
+
+// fullMinWidth is the narrowest pane that shows full panels: the text block
+// and a sparkline of a few columns.
+const fullMinWidth = textBlockMin + 2 + 24
+
+const textBlockMin = 34
+
+func (g *gpuPane) perPage() int {
+	if g.compact {
+		return max(g.height, 1)
+	}
+	return max(g.height/max(g.panelH, 1), 1)
+}
+
+func (g *gpuPane) scroll() {
+	n := g.perPage()
+	if g.sel < g.off {
+		g.off = g.sel
+	}
+	if g.sel >= g.off+n {
+		g.off = g.sel - n + 1
+	}
+	g.off = clamp(g.off, 0, max(len(g.snap.Devices)-n, 0))
+}
+
+// Update moves the selection.
+func (g *gpuPane) Update(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		n := len(g.snap.Devices)
+		switch {
+		case key.Matches(k, g.keys.Up):
+			g.sel--
+		case key.Matches(k, g.keys.Down):
+			g.sel++
+		case key.Matches(k, g.keys.Top):
+			g.sel = 0
+		case key.Matches(k, g.keys.Bottom):
+			g.sel = n - 1
+		}
+		g.sel = clamp(g.sel, 0, n-1)
+		g.scroll()
+	}
+	return nil
+}
+
+// Selected returns the selected device.
+func (g *gpuPane) Selected() (sampler.Device, bool) {
+	if g.sel < 0 || g.sel >= len(g.snap.Devices) {
+		return sampler.Device{}, false
+	}
+	return g.snap.Devices[g.sel], true
+}
+
+// View renders the pane.
+func (g gpuPane) View() string {
+	if g.width <= 0 || g.height <= 0 {
+		return ""
+	}
+	devs := g.snap.Devices
+	if len(devs) == 0 {
+		return g.st.Dim.Render(fit("  no GPU found", g.width))
+	}
+	var parts []string
+	for i := g.off; i < len(devs) && i < g.off+g.perPage(); i++ {
+		if g.compact {
+			parts = append(parts, g.compactLine(devs[i], i == g.sel))
+		} else {
+			parts = append(parts, g.panel(devs[i], i == g.sel))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (g gpuPane) marker(sel bool) string {
+	if sel && g.focused {
+		return g.st.Accent.Render("▶ ")
+	}
+	if sel {
+		return "› "
+	}
+	return "  "
+}
+
+func (g gpuPane) name(d sampler.Device) string {
+	n := shortName(d.Name)
+	if d.MIGEnabled {
+		n += " (MIG)"
+	}
+	if d.MIG != nil && d.MIG.Profile != "" && !strings.Contains(n, d.MIG.Profile) {
+		n += " " + d.MIG.Profile
+	}
+	return n
+}
+
+// sevTag names the state in words, so it reads without colour.
+func (g gpuPane) sevTag(d sampler.Device) string {
+	switch s := severity(d.UsedPercent(), g.th); s {
+	case advisor.Warn:
+		return g.st.SeverityBadge(s).Render("WARN")
+	case advisor.Crit:
+		return g.st.SeverityBadge(s).Render("CRIT")
+	}
+	return ""
+}
+
+func (g gpuPane) panel(d sampler.Device, sel bool) string {
+	leftW := clamp(g.width*2/5, textBlockMin, 56)
+	rightW := g.width - leftW - 2
+	sev := severity(d.UsedPercent(), g.th)
+	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.name(d)
+	if tag := g.sevTag(d); tag != "" {
+		title += " " + tag
+	}
+	pct := fmtPct(d.UsedPercent())
+	if d.MemoryTotal == 0 {
+		pct = na
+	}
+	barW := leftW - 2 - 5
+	bar := "  " + memBar(g.st, d, g.th, barW) + " " + g.st.Severity(sev).Render(fitRight(pct, 4))
+	mem := "  " + fmtBytes(d.MemoryUsed) + " / " + fmtBytes(d.MemoryTotal)
+	if d.MemoryReserved != nil {
+		mem += g.st.Dim.Render(" · rsv " + fmtBytes(*d.MemoryReserved))
+	}
+	info := "  util " + fmtOptPct(d.UtilizationPercent) + " · " + fmtTemp(d.TemperatureC)
+	if d.PowerWatts != nil {
+		info += " · " + fmtPower(d.PowerWatts)
+	}
+	if d.Err != "" {
+		info = "  " + g.st.Error.Render("error: "+d.Err)
+	}
+	lines := []string{title, bar, mem, info}
+	if g.panelH > len(lines) {
+		lines = append(lines, g.st.Dim.Render("  free "+fmtBytes(d.MemoryFree)+" · peak "+fmtBytes(d.PeakUsed)))
+	}
+	for len(lines) < g.panelH {
+		lines = append(lines, "")
+	}
+	for i := range lines {
+		lines[i] = fit(lines[i], leftW)
+	}
+	left := strings.Join(lines[:g.panelH], "\n")
+	if rightW < 10 {
+		return left
+	}
+	right := g.sparkline(d, rightW, g.panelH)
+	if right == "" {
+		right = g.st.Dim.Render(fit("collecting history…", rightW))
+	}
+	return lipgloss.JoinHorizontal(lipgloss.Top, left, "  ", right)
+}
+
+// sparkline is the asciigraph plot of the device's used memory beside its
+// panel, peak-held per column, with the thresholds drawn.
+func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
+	spec := plotSpec{width: w, height: h, totalGiB: float64(d.MemoryTotal) / gib, th: g.th}
+	cols := plotCols(spec)
+	if cols < 2 || d.History.Len() == 0 {
+		return ""
+	}
+	now := g.snap.Time
+	span := spanFor(d.History, now, g.snap.Interval, g.span, cols)
+	spec.lines = [][]float64{series(d.History, now.Add(-span), now.Add(1), cols)}
+	spec.colors = []asciigraph.AnsiColor{g.st.plotColor(severity(d.UsedPercent(), g.th))}
+	return plot(g.st, spec)
+}
+
+func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
+	w := g.width
+	idW := 3
+	for _, x := range g.snap.Devices {
+		idW = max(idW, len(deviceLabel(x)))
+	}
+	nameW := clamp(w/8, 6, 16)
+	barW := clamp(w/6, 8, 30)
+	sev := severity(d.UsedPercent(), g.th)
+	mem := fmtBytesShort(d.MemoryUsed) + "/" + fmtBytesShort(d.MemoryTotal)
+	pct := fmtPct(d.UsedPercent())
+	if d.MemoryTotal == 0 {
+		pct = na
+	}
+	tag := g.sevTag(d)
+	if tag == "" {
+		tag = "    "
+	}
+	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(g.name(d), nameW) + " " +
+		memBar(g.st, d, g.th, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
+	if d.Err != "" {
+		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
+	}
+	line += " " + fitRight(fmtOptPct(d.UtilizationPercent), 4) + " " + fitRight(fmtTemp(d.TemperatureC), 5) + " "
+	rest := w - lipgloss.Width(line)
+	if rest >= 4 && d.History.Len() > 0 {
+		now := g.snap.Time
+		span := spanFor(d.History, now, g.snap.Interval, g.span, rest)
+		vals := series(d.History, now.Add(-span), now.Add(1), rest)
+		line += inlineSpark(g.st, vals, float64(d.MemoryTotal)/gib, g.th)
+	}
+	return fit(line, w)
+}

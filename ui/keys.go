@@ -1,0 +1,82 @@
+package ui
+
+import "charm.land/bubbles/v2/key"
+
+// keyMap is every key of the live view, in one place; the help screen is
+// built from it.
+type keyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Tab, Enter, Back                        key.Binding
+	Sort, Filter, Mine, Group, Span         key.Binding
+	Pause, Faster, Slower                   key.Binding
+	Kill, Help, Quit                        key.Binding
+
+	// Replay only.
+	StepBack, StepFwd, SeekBack, SeekFwd, SeekStart, SeekEnd, Play, Speed key.Binding
+
+	// Prompts.
+	Yes, No key.Binding
+}
+
+func newKeyMap(replay bool) keyMap {
+	k := keyMap{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "move up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "move down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "first row")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "last row")),
+		Tab:      key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right", "h", "l"), key.WithHelp("tab", "GPUs ⇄ processes")),
+		Enter:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail / open host")),
+		Back:     key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
+		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "cycle sort")),
+		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by user or command")),
+		Mine:     key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "my processes only")),
+		Group:    key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "group by user")),
+		Span:     key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "graph time span")),
+		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause display")),
+		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample faster (halve interval)")),
+		Slower:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "sample slower (double interval)")),
+		Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "SIGTERM, then SIGKILL, own process")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Yes:      key.NewBinding(key.WithKeys("y", "Y")),
+		No:       key.NewBinding(key.WithKeys("n", "N", "esc")),
+	}
+	if replay {
+		// In a replay the arrows step through time and g/G jump to the ends;
+		// tab, h and l still switch panes.
+		k.Tab = key.NewBinding(key.WithKeys("tab", "shift+tab", "h", "l"), key.WithHelp("tab", "GPUs ⇄ processes"))
+		k.Top = key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "first row"))
+		k.Bottom = key.NewBinding(key.WithKeys("end"), key.WithHelp("end", "last row"))
+		k.StepBack = key.NewBinding(key.WithKeys("left"), key.WithHelp("←", "step back"))
+		k.StepFwd = key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "step forward"))
+		k.SeekBack = key.NewBinding(key.WithKeys("["), key.WithHelp("[", "back a minute"))
+		k.SeekFwd = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "forward a minute"))
+		k.SeekStart = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "start of recording"))
+		k.SeekEnd = key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "end of recording"))
+		k.Play = key.NewBinding(key.WithKeys("space", "p"), key.WithHelp("space/p", "play / pause"))
+		k.Speed = key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "speed ×1/×4/×16"))
+		k.Pause.SetEnabled(false)
+		k.Faster.SetEnabled(false)
+		k.Slower.SetEnabled(false)
+	} else {
+		for _, b := range []*key.Binding{&k.StepBack, &k.StepFwd, &k.SeekBack, &k.SeekFwd, &k.SeekStart, &k.SeekEnd, &k.Play, &k.Speed} {
+			b.SetEnabled(false)
+		}
+	}
+	return k
+}
+
+// helpGroups is the key list of the help screen, by theme.
+func (k keyMap) helpGroups() [][]key.Binding {
+	groups := [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Tab, k.Enter, k.Back},
+		{k.Sort, k.Filter, k.Mine, k.Group, k.Span, k.Kill},
+		{k.Pause, k.Faster, k.Slower, k.Help, k.Quit},
+	}
+	if k.Play.Enabled() {
+		groups = append(groups, []key.Binding{k.Play, k.StepBack, k.StepFwd, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd, k.Speed})
+	}
+	return groups
+}

@@ -1,0 +1,750 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// newTestModel is a model with a fixed clock, no advisor (unless a test
+// sets one) and a recording kill function.
+func newTestModel(opts Options) (*Model, *[]string) {
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return fixedStart }
+	}
+	if opts.User == "" {
+		opts.User = testUser
+	}
+	m := New(nil, opts)
+	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
+	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return nil }
+	m.isRoot = false
+	var killed []string
+	m.kill = func(pid int, sig syscall.Signal) error {
+		killed = append(killed, fmt.Sprintf("%d:%s", pid, sigName(sig)))
+		return nil
+	}
+	m.setStyles(NewStyles(true, true))
+	return m, &killed
+}
+
+func send(m *Model, msgs ...tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	for _, msg := range msgs {
+		_, cmd = m.Update(msg)
+	}
+	return cmd
+}
+
+func keyPress(s string) tea.KeyPressMsg {
+	switch s {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "space":
+		return tea.KeyPressMsg{Code: ' ', Text: " "}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(s)
+	return tea.KeyPressMsg{Code: r[0], Text: s}
+}
+
+func keys(m *Model, ks ...string) tea.Cmd {
+	var cmd tea.Cmd
+	for _, k := range ks {
+		cmd = send(m, keyPress(k))
+	}
+	return cmd
+}
+
+func screenText(m *Model) string { return ansi.Strip(m.View().Content) }
+
+// checkFits fails when the screen is not exactly w×h cells.
+func checkFits(t *testing.T, m *Model, w, h int) {
+	t.Helper()
+	lines := strings.Split(m.View().Content, "\n")
+	if len(lines) != h {
+		t.Errorf("%d×%d: screen has %d lines", w, h, len(lines))
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw > w {
+			t.Errorf("%d×%d: line %d is %d cells wide: %q", w, h, i, lw, ansi.Strip(l))
+		}
+	}
+}
+
+func ready(t *testing.T, ngpu, w, h int) (*Model, *[]string) {
+	m, killed := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: w, Height: h}, snapshotMsg(fakeSnap(t, ngpu)))
+	return m, killed
+}
+
+func TestSnapshotShowsGPUsAndProcesses(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	s := screenText(m)
+	for _, want := range []string{"GPU 0", "GPU 3", "H200", "python train.py", "bob", "(other PID namespace)", "unattributed", "DEMO", "driver 580.159"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	if m.gpus.compact {
+		t.Error("4 GPUs at 120×40 should have full panels")
+	}
+	checkFits(t, m, 120, 40)
+}
+
+func TestManyGPUsAreCompact(t *testing.T) {
+	m, _ := ready(t, 8, 120, 40)
+	if !m.gpus.compact {
+		t.Fatal("8 GPUs should be one line each")
+	}
+	s := screenText(m)
+	if !strings.Contains(s, "▁") && !strings.Contains(s, "█") {
+		t.Error("no inline sparkline or bar")
+	}
+	checkFits(t, m, 120, 40)
+	// Little room compacts even a few GPUs.
+	m2, _ := ready(t, 4, 80, 24)
+	if !m2.gpus.compact {
+		t.Error("4 GPUs at 80×24 should be compact")
+	}
+}
+
+func TestEverySizeFits(t *testing.T) {
+	snap := fakeSnap(t, 4)
+	for _, sz := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 60}, {250, 70}, {60, 15}, {56, 8}, {81, 25}} {
+		m, _ := newTestModel(Options{})
+		send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]}, snapshotMsg(snap))
+		checkFits(t, m, sz[0], sz[1])
+		keys(m, "enter") // GPU detail
+		checkFits(t, m, sz[0], sz[1])
+		keys(m, "esc", "tab", "enter") // process detail
+		checkFits(t, m, sz[0], sz[1])
+		keys(m, "esc", "?")
+		checkFits(t, m, sz[0], sz[1])
+	}
+}
+
+func TestTooSmallAndOddSizesNeverPanic(t *testing.T) {
+	m, _ := newTestModel(Options{})
+	for _, sz := range [][2]int{{0, 0}, {1, 1}, {10, 3}, {30, 5}, {0, 40}, {200, 0}} {
+		send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		_ = m.View()
+	}
+	send(m, tea.WindowSizeMsg{Width: 30, Height: 5}, snapshotMsg(fakeSnap(t, 2)))
+	if s := screenText(m); !strings.Contains(s, "too small") || !strings.Contains(s, "need") {
+		t.Errorf("30×5 should say the terminal is too small:\n%s", s)
+	}
+	send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	if s := screenText(m); strings.Contains(s, "too small") || !strings.Contains(s, "GPU 0") {
+		t.Errorf("after growing back the view should be back:\n%s", s)
+	}
+}
+
+func TestOddSnapshotsNeverPanic(t *testing.T) {
+	zero := uint64(0)
+	odd := []sampler.Snapshot{
+		{},
+		{Devices: []sampler.Device{{ID: "0"}}},
+		{Devices: []sampler.Device{{ID: "0", MemoryUsed: 5 * gib, Err: "GPU is lost"}}},
+		{Devices: []sampler.Device{{ID: "0", MemoryTotal: 10 * gib, MemoryUsed: 20 * gib, MemoryReserved: &zero,
+			Processes: []sampler.Process{{PID: 1}, {PID: 2, Exited: true}}}}},
+		{Devices: []sampler.Device{{ID: "0", MemoryTotal: gib, History: sampler.WindowOf([]time.Time{fixedStart}, []uint64{gib})}}, Time: fixedStart},
+	}
+	for i, s := range odd {
+		for _, sz := range [][2]int{{80, 24}, {200, 60}} {
+			m, _ := newTestModel(Options{})
+			send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]}, snapshotMsg(s))
+			for _, k := range []string{"enter", "esc", "tab", "enter", "esc", "s", "u", "m", "K", "j", "k", "?"} {
+				keys(m, k)
+				_ = m.View()
+			}
+			if i == 2 && !strings.Contains(screenText(newReady(s, sz)), "GPU is lost") {
+				t.Errorf("the device error is not shown")
+			}
+		}
+	}
+}
+
+func newReady(s sampler.Snapshot, sz [2]int) *Model {
+	m, _ := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]}, snapshotMsg(s))
+	return m
+}
+
+func TestDeviceErrorOnlyOnItsRow(t *testing.T) {
+	snap := fakeSnap(t, 8)
+	snap.Devices[5].Err = "GPU has fallen off the bus"
+	m := newReady(snap, [2]int{120, 40})
+	var hits []string
+	for _, l := range strings.Split(screenText(m), "\n") {
+		if strings.Contains(l, "fallen off the bus") {
+			hits = append(hits, l)
+		}
+	}
+	if len(hits) != 1 || !strings.Contains(hits[0], " 5 ") {
+		t.Errorf("the error should be on GPU 5's row only, got %q", hits)
+	}
+}
+
+func TestTabEnterEscDetail(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	if m.focus != paneGPUs {
+		t.Fatal("focus should start on the GPUs")
+	}
+	keys(m, "down", "enter")
+	if m.screen != screenDetail || m.detail.target.DeviceID != "1" || m.detail.target.PID != 0 {
+		t.Fatalf("enter on GPU 1 should open its detail, got %+v", m.detail.target)
+	}
+	if s := screenText(m); !strings.Contains(s, "GPU 1") || !strings.Contains(s, "now") || !strings.Contains(s, "warn 80%") {
+		t.Errorf("detail lacks the plot's time axis or thresholds:\n%s", s)
+	}
+	keys(m, "esc")
+	if m.screen != screenMain {
+		t.Fatal("esc should go back")
+	}
+	keys(m, "tab")
+	if m.focus != paneProcs {
+		t.Fatal("tab should focus the processes")
+	}
+	r := selectProc(t, m, func(r procRow) bool { return r.kind == rowProc })
+	keys(m, "enter")
+	if m.detail.target.PID != r.proc.PID || r.proc.PID == 0 {
+		t.Fatalf("enter on a process should open it, got %+v want PID %d", m.detail.target, r.proc.PID)
+	}
+	if s := screenText(m); !strings.Contains(s, fmt.Sprintf("PID %d", r.proc.PID)) {
+		t.Errorf("process detail does not name the PID:\n%s", s)
+	}
+}
+
+func TestAdvicePanelOnlyWithAdvice(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "enter")
+	if m.detail.adviceView() != "" || strings.Contains(screenText(m), "│") {
+		t.Error("no advice: no panel")
+	}
+	var got advisor.Target
+	m.advise = func(_ sampler.Snapshot, tg advisor.Target, _ advisor.Config) []advisor.Advice {
+		got = tg
+		return []advisor.Advice{{Rule: "time_to_full", Severity: advisor.Crit, Title: "GPU 0 full in ~4 min",
+			Remedies: []advisor.RemedyEstimate{{Name: "mixed precision", Saving: "~30% ≈ 21 GiB (estimate)", Cost: "some accuracy", How: "torch.autocast", Covers: true}}}}
+	}
+	keys(m, "esc", "enter")
+	s := screenText(m)
+	if got.DeviceID != "0" || !strings.Contains(s, "full in ~4 min") || !strings.Contains(s, "mixed precision") || !strings.Contains(s, "torch.autocast") {
+		t.Errorf("advice panel missing (target %+v):\n%s", got, s)
+	}
+	checkFits(t, m, 120, 40)
+}
+
+func TestMoveSelection(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "j", "j")
+	if d, _ := m.gpus.Selected(); d.ID != "2" {
+		t.Errorf("j j should select GPU 2, got %s", d.ID)
+	}
+	keys(m, "k")
+	if d, _ := m.gpus.Selected(); d.ID != "1" {
+		t.Errorf("k should select GPU 1, got %s", d.ID)
+	}
+	keys(m, "tab", "down")
+	if m.procs.sel != 1 {
+		t.Errorf("down in the process list should select row 1, got %d", m.procs.sel)
+	}
+	sel, _ := m.procs.Selected()
+	// A new snapshot keeps the same process selected.
+	send(m, snapshotMsg(fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 10*time.Minute+time.Second)))
+	if now, _ := m.procs.Selected(); now.key() != sel.key() {
+		t.Errorf("selection moved from %s to %s", sel.key(), now.key())
+	}
+	send(m, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if m.procs.sel <= 1 && len(m.procs.rows) > 2 {
+		t.Errorf("the wheel should move down the list, sel %d", m.procs.sel)
+	}
+}
+
+func TestSortCycles(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	first := m.procs.rows[0]
+	if first.bytes < m.procs.rows[1].bytes {
+		t.Error("rows should start sorted by memory")
+	}
+	keys(m, "s")
+	if m.procs.sortBy != sortPeak || !strings.Contains(screenText(m), "PEAK▼") {
+		t.Error("s should sort by peak and mark the column")
+	}
+	for i := 0; i < int(nSortModes)-1; i++ {
+		keys(m, "s")
+	}
+	if m.procs.sortBy != sortMem {
+		t.Error("s should cycle back to memory")
+	}
+	keys(m, "s", "s", "s", "s") // by user
+	prev := ""
+	for _, r := range m.procs.rows {
+		if r.kind == rowProc && !r.proc.Exited {
+			if r.proc.User < prev {
+				t.Fatalf("not sorted by user: %q after %q", r.proc.User, prev)
+			}
+			prev = r.proc.User
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "/")
+	if !m.filtering {
+		t.Fatal("/ should open the filter")
+	}
+	keys(m, "b", "o", "b")
+	for _, r := range m.procs.rows {
+		if r.proc.User != "bob" {
+			t.Errorf("filter bob shows %+v", r.proc)
+		}
+	}
+	if len(m.procs.rows) == 0 {
+		t.Fatal("filter bob shows nothing")
+	}
+	keys(m, "enter")
+	if m.filtering || m.procs.filter != "bob" {
+		t.Error("enter should keep the filter and close the input")
+	}
+	if !strings.Contains(screenText(m), `filter "bob"`) {
+		t.Error("the footer should say the filter is on")
+	}
+	// q typed into the filter does not quit.
+	keys(m, "/")
+	if cmd := keys(m, "q"); cmd != nil {
+		if _, quit := cmd().(tea.QuitMsg); quit {
+			t.Error("q in the filter quit")
+		}
+	}
+	keys(m, "esc")
+	if m.procs.filter != "" || len(m.procs.rows) < 5 {
+		t.Error("esc should clear the filter")
+	}
+	keys(m, "/", "t", "r", "a", "i", "n", "enter")
+	if len(m.procs.rows) != 1 || !strings.Contains(m.procs.rows[0].proc.Command, "train") {
+		t.Errorf("filter by command: %d rows", len(m.procs.rows))
+	}
+}
+
+func TestMineAndGroup(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "m")
+	for _, r := range m.procs.rows {
+		if !r.mine || r.proc.User != testUser {
+			t.Errorf("mine only shows %+v", r)
+		}
+	}
+	if len(m.procs.rows) != 2 {
+		t.Errorf("alice has 2 processes, shown %d", len(m.procs.rows))
+	}
+	keys(m, "m", "u")
+	if !m.procs.group {
+		t.Fatal("u should group by user")
+	}
+	users := map[string]procRow{}
+	for _, r := range m.procs.rows {
+		users[r.user] = r
+	}
+	a, ok := users[testUser]
+	if !ok || a.nprocs != 2 || a.ngpus != 2 {
+		t.Errorf("alice's group row: %+v", a)
+	}
+	if _, ok := users["(unattributed)"]; !ok {
+		t.Error("unattributed memory should be a group")
+	}
+	if !strings.Contains(screenText(m), "PROCS") {
+		t.Error("grouped table header missing")
+	}
+	// enter on a user shows that user's processes.
+	keys(m, "tab")
+	for i, r := range m.procs.rows {
+		if r.user == "bob" {
+			m.procs.sel = i
+		}
+	}
+	keys(m, "enter")
+	if m.procs.group || m.procs.filter != "bob" {
+		t.Errorf("enter on bob should filter by bob, group %v filter %q", m.procs.group, m.procs.filter)
+	}
+}
+
+func TestMineVisiblyDifferent(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	for _, l := range strings.Split(screenText(m), "\n") {
+		switch {
+		case strings.Contains(l, "train.py"):
+			if !strings.HasPrefix(l, "●") {
+				t.Errorf("my process is not marked: %q", l)
+			}
+		case strings.Contains(l, " bob "):
+			if strings.HasPrefix(l, "●") {
+				t.Errorf("bob's process is marked as mine: %q", l)
+			}
+		}
+	}
+}
+
+func TestExitedDimmedWithPeak(t *testing.T) {
+	// carol's eval.py exits at 5 minutes; the snapshot at 6 still lists it.
+	snap := fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 6*time.Minute)
+	m := newReady(snap, [2]int{120, 40})
+	m.setStyles(NewStyles(true, false))
+	var line string
+	for _, r := range m.procs.rows {
+		if r.proc.User == "carol" {
+			line = m.procs.line(r, m.procs.columns())
+			if !r.proc.Exited || !strings.Contains(line, "exited") || !strings.Contains(line, "GiB") {
+				t.Errorf("exited row should say exited and keep its peak: %q", line)
+			}
+		}
+	}
+	if line == "" {
+		t.Fatal("the exited process is not listed")
+	}
+	if !strings.Contains(m.View().Content, "\x1b[2") && !strings.Contains(m.View().Content, ";2m") && !strings.Contains(m.View().Content, "2;") {
+		t.Error("no faint attribute on screen for the exited row")
+	}
+}
+
+func TestPause(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	before := m.snap.Time
+	keys(m, "p")
+	if !m.paused || !strings.Contains(screenText(m), "PAUSED") {
+		t.Fatal("p should pause and say so")
+	}
+	later := fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 11*time.Minute)
+	send(m, snapshotMsg(later))
+	if !m.snap.Time.Equal(before) {
+		t.Error("a paused display changed")
+	}
+	keys(m, "p")
+	if m.paused || !m.snap.Time.Equal(later.Time) {
+		t.Error("unpausing should show the newest snapshot")
+	}
+}
+
+func TestInterval(t *testing.T) {
+	var got []time.Duration
+	m, _ := newTestModel(Options{SetInterval: func(d time.Duration) { got = append(got, d) }})
+	send(m, tea.WindowSizeMsg{Width: 100, Height: 30}, snapshotMsg(fakeSnap(t, 2)))
+	keys(m, "+")
+	keys(m, "-", "-")
+	for i := 0; i < 10; i++ {
+		keys(m, "+")
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
+	for i, w := range want {
+		if got[i] != w {
+			t.Errorf("interval %d: got %v want %v", i, got[i], w)
+		}
+	}
+	if last := got[len(got)-1]; last != sampler.MinInterval {
+		t.Errorf("+ should stop at %v, got %v", sampler.MinInterval, last)
+	}
+	if !strings.Contains(screenText(m), "every 50ms") {
+		t.Error("header should show the new interval")
+	}
+	// A source that cannot change it says so.
+	m2, _ := ready(t, 2, 100, 30)
+	keys(m2, "+")
+	if !strings.Contains(screenText(m2), "cannot be changed") {
+		t.Error("no word when the interval cannot change")
+	}
+}
+
+func selectProc(t *testing.T, m *Model, match func(procRow) bool) procRow {
+	t.Helper()
+	if m.focus != paneProcs {
+		keys(m, "tab")
+	}
+	for i, r := range m.procs.rows {
+		if match(r) {
+			m.procs.sel = i
+			m.procs.remember()
+			return r
+		}
+	}
+	t.Fatal("no such process")
+	return procRow{}
+}
+
+func TestKillOwnProcess(t *testing.T) {
+	m, killed := ready(t, 4, 120, 40)
+	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(m, "K")
+	if m.prompt == nil || m.prompt.sig != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
+		t.Fatal("K should ask to send SIGTERM")
+	}
+	keys(m, "n")
+	if len(*killed) != 0 || m.prompt != nil {
+		t.Fatal("n should send nothing")
+	}
+	keys(m, "K", "y")
+	want := fmt.Sprintf("%d:SIGTERM", r.proc.PID)
+	if len(*killed) != 1 || (*killed)[0] != want {
+		t.Fatalf("killed %v, want %s", *killed, want)
+	}
+	if !strings.Contains(screenText(m), "sent SIGTERM") {
+		t.Error("the result is not shown")
+	}
+	keys(m, "K")
+	if m.prompt == nil || m.prompt.sig != syscall.SIGKILL {
+		t.Fatal("a second K should offer SIGKILL")
+	}
+	keys(m, "y")
+	if (*killed)[1] != fmt.Sprintf("%d:SIGKILL", r.proc.PID) {
+		t.Errorf("second signal %v", *killed)
+	}
+}
+
+func TestKillRefusedAndFailures(t *testing.T) {
+	m, killed := ready(t, 4, 120, 40)
+	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
+	keys(m, "K")
+	if m.prompt != nil || !strings.Contains(screenText(m), "belongs to bob") {
+		t.Error("another user's process must not be offered")
+	}
+	selectProc(t, m, func(r procRow) bool { return r.kind == rowProc && !r.proc.Visible })
+	keys(m, "K")
+	if m.prompt != nil || !strings.Contains(screenText(m), "another PID namespace") {
+		t.Error("a process of another namespace cannot be signalled")
+	}
+	// root may signal others.
+	m.isRoot = true
+	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
+	m.kill = func(int, syscall.Signal) error { return errors.New("operation not permitted") }
+	keys(m, "K", "y")
+	if !strings.Contains(screenText(m), "failed: operation not permitted") {
+		t.Errorf("the failure is not shown:\n%s", screenText(m))
+	}
+	if len(*killed) != 0 {
+		t.Error("the recorded kill function should not have been called")
+	}
+}
+
+func TestHelpAndQuit(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "?")
+	s := screenText(m)
+	if !m.showHelp || !strings.Contains(s, "filter by user or command") || !strings.Contains(s, "reserved") {
+		t.Fatalf("? should show the keys and the legend:\n%s", s)
+	}
+	keys(m, "?")
+	if m.showHelp {
+		t.Error("? again should close the help")
+	}
+	for _, k := range []string{"q", "ctrl+c"} {
+		cmd := keys(m, k)
+		if cmd == nil {
+			t.Fatalf("%s: no command", k)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%s should quit", k)
+		}
+	}
+}
+
+func TestStaleBadge(t *testing.T) {
+	m, _ := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	snap := fakeSnap(t, 2)
+	cmd := send(m, snapshotMsg(snap))
+	if cmd == nil {
+		t.Fatal("a snapshot should schedule the stale check")
+	}
+	gen := m.staleGen
+	send(m, staleCheck{gen: gen - 1})
+	if m.stale {
+		t.Error("an old check must not mark the display stale")
+	}
+	send(m, staleCheck{gen: gen})
+	if !m.stale || !strings.Contains(screenText(m), "STALE") {
+		t.Error("no snapshot for 3 intervals should show STALE")
+	}
+	send(m, snapshotMsg(snap))
+	if m.stale {
+		t.Error("a new snapshot should clear stale")
+	}
+}
+
+func TestAlertsBannerAndBell(t *testing.T) {
+	m, _ := newTestModel(Options{Bell: true})
+	alerts := []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "GPU 0 at 95%"}}
+	m.observe = func(sampler.Snapshot) []advisor.Alert { return alerts }
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	cmd := send(m, snapshotMsg(fakeSnap(t, 4)))
+	s := screenText(m)
+	if !strings.Contains(s, "CRIT") || !strings.Contains(s, "GPU 0 at 95%") || !strings.Contains(s, "grew most: PID 4100") {
+		t.Errorf("banner should name the GPU and the process that grew most:\n%s", s)
+	}
+	if !bells(cmd) {
+		t.Error("a new critical alert should ring the bell")
+	}
+	if bells(send(m, snapshotMsg(fakeSnap(t, 4)))) {
+		t.Error("the same alert should not ring again")
+	}
+	alerts = nil
+	send(m, snapshotMsg(fakeSnap(t, 4)))
+	alerts = []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "again"}}
+	if !bells(send(m, snapshotMsg(fakeSnap(t, 4)))) {
+		t.Error("an alert that returns should ring again")
+	}
+	m.opts.Bell = false
+	alerts = []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "1"}}
+	if bells(send(m, snapshotMsg(fakeSnap(t, 4)))) {
+		t.Error("no bell without --bell")
+	}
+}
+
+// bells runs cmd (a batch) and reports whether it writes a bell.
+func bells(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	msg := cmd()
+	switch msg := msg.(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			if c == nil {
+				continue
+			}
+			if raw, ok := runNonBlocking(c).(tea.RawMsg); ok && raw.Msg == "\a" {
+				return true
+			}
+		}
+	case tea.RawMsg:
+		return msg.Msg == "\a"
+	}
+	return false
+}
+
+// runNonBlocking runs a command that may block (a tick, a channel wait)
+// with a timeout.
+func runNonBlocking(c tea.Cmd) tea.Msg {
+	ch := make(chan tea.Msg, 1)
+	go func() { ch <- c() }()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(50 * time.Millisecond):
+		return nil
+	}
+}
+
+type fakeReplay struct{ calls []string }
+
+func (f *fakeReplay) Toggle()                { f.calls = append(f.calls, "toggle") }
+func (f *fakeReplay) Step(n int)             { f.calls = append(f.calls, fmt.Sprintf("step %d", n)) }
+func (f *fakeReplay) SeekBy(d time.Duration) { f.calls = append(f.calls, "seek "+d.String()) }
+func (f *fakeReplay) SeekStart()             { f.calls = append(f.calls, "start") }
+func (f *fakeReplay) SeekEnd()               { f.calls = append(f.calls, "end") }
+func (f *fakeReplay) CycleSpeed()            { f.calls = append(f.calls, "speed") }
+func (f *fakeReplay) Status() string         { return fmt.Sprintf("▶ ×4 09:10:00 (%d)", len(f.calls)) }
+
+func TestReplayKeys(t *testing.T) {
+	r := &fakeReplay{}
+	m, _ := newTestModel(Options{Replay: r, Title: "vramtop replay run.jsonl"})
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
+	keys(m, "left", "right", "[", "]", "g", "G", "space", ">", "p")
+	want := "step -1,step 1,seek -1m0s,seek 1m0s,start,end,toggle,speed,toggle"
+	if got := strings.Join(r.calls, ","); got != want {
+		t.Errorf("replay calls\n got %s\nwant %s", got, want)
+	}
+	s := screenText(m)
+	if !strings.Contains(s, "REPLAY") || !strings.Contains(s, "(9)") || !strings.Contains(s, "vramtop replay run.jsonl") {
+		t.Errorf("header should show the replay status:\n%s", s)
+	}
+	if m.stale {
+		t.Error("a replay is never stale")
+	}
+}
+
+func TestFleetHostList(t *testing.T) {
+	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a", "node-b", "node-c"}}
+	snap := fixture(t, src, 10*time.Minute)
+	// node-b is the most pressed.
+	for i := range snap.Devices {
+		if snap.Devices[i].Hostname == "node-b" {
+			snap.Devices[i].MemoryUsed = snap.Devices[i].MemoryTotal * 97 / 100
+		}
+	}
+	m := newReady(snap, [2]int{120, 40})
+	s := screenText(m)
+	if !m.fleet || !strings.Contains(s, "fleet of 3 hosts") {
+		t.Fatalf("fleet header missing:\n%s", s)
+	}
+	if ia, ib := strings.Index(s, "node-a"), strings.Index(s, "node-b"); ib < 0 || ia < ib {
+		t.Errorf("node-b (97%%) should come first:\n%s", s)
+	}
+	keys(m, "down", "enter")
+	if m.host != "node-a" && m.host != "node-c" {
+		t.Fatalf("enter should open the second host, got %q", m.host)
+	}
+	for _, d := range m.view.Devices {
+		if d.Hostname != m.host {
+			t.Errorf("host view shows %s's device", d.Hostname)
+		}
+	}
+	if s := screenText(m); !strings.Contains(s, "COMMAND") || !strings.Contains(s, "host "+m.host) {
+		t.Errorf("host view should show its GPUs and processes:\n%s", s)
+	}
+	keys(m, "esc")
+	if m.host != "" {
+		t.Error("esc should go back to the host list")
+	}
+	checkFits(t, m, 120, 40)
+}
+
+func TestSourceEnded(t *testing.T) {
+	ch := make(chan sampler.Snapshot)
+	m, _ := newTestModel(Options{})
+	m.snaps = ch
+	close(ch)
+	if _, ok := m.wait()().(sourceEnded); !ok {
+		t.Fatal("a closed channel should end the source")
+	}
+	send(m, tea.WindowSizeMsg{Width: 100, Height: 30}, sourceEnded{})
+	if !strings.Contains(screenText(m), "ended") {
+		t.Error("the screen should say the source ended")
+	}
+}
+
+func TestSpanKey(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	keys(m, "enter")
+	if !strings.Contains(screenText(m), "last 5m") {
+		t.Errorf("default span 5m:\n%s", screenText(m))
+	}
+	keys(m, "z")
+	if m.detail.span != 15*time.Minute || !strings.Contains(screenText(m), "last 15m") {
+		t.Errorf("z should widen the graphs to 15m:\n%s", screenText(m))
+	}
+}
