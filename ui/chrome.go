@@ -65,35 +65,39 @@ func (m *Model) bodyView() string {
 }
 
 // headerView is one line: what is shown, from where, and the badges that
-// say whether it is live.
+// say whether it is live. When it does not fit, the least useful parts go
+// first (driver, interval, host); the badges and the time stay.
 func (m *Model) headerView() string {
 	s := m.snap
 	title := m.title()
 	if m.opts.Version != "" && m.opts.Title == "" {
 		title += " " + m.opts.Version
 	}
-	left := []string{m.st.Title.Render(title)}
+	type part struct {
+		text string
+		keep int // higher stays longer
+	}
+	parts := []part{{m.st.Title.Render(title), 9}}
 	if m.fleet {
-		hosts := len(m.hosts.hosts)
-		left = append(left, fmt.Sprintf("fleet of %d hosts", hosts))
+		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", len(m.hosts.hosts)), 5})
 		if m.host != "" {
-			left = append(left, "host "+m.st.Accent.Render(m.host))
+			parts = append(parts, part{"host " + m.st.Accent.Render(m.host), 7})
 		}
 	} else if s.Hostname != "" {
-		left = append(left, s.Hostname)
+		parts = append(parts, part{s.Hostname, 6})
 	}
 	if s.DriverVersion != "" {
 		d := "driver " + s.DriverVersion
 		if s.CUDAVersion != "" {
 			d += " · CUDA " + s.CUDAVersion
 		}
-		left = append(left, d)
+		parts = append(parts, part{d, 2})
 	}
 	if m.interval > 0 && m.opts.Replay == nil {
-		left = append(left, "every "+m.interval.String())
+		parts = append(parts, part{"every " + m.interval.String(), 4})
 	}
 	if m.have {
-		left = append(left, s.Time.Format("15:04:05"))
+		parts = append(parts, part{s.Time.Format("15:04:05"), 8})
 	}
 	var badges []string
 	if s.Demo {
@@ -112,7 +116,6 @@ func (m *Model) headerView() string {
 	if m.ended && m.opts.Replay == nil {
 		badges = append(badges, m.st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
 	}
-	l := strings.Join(left, m.st.Dim.Render(" · "))
 	r := strings.Join(badges, " ")
 	rw := lipgloss.Width(r)
 	if rw >= m.width {
@@ -121,6 +124,25 @@ func (m *Model) headerView() string {
 	lw := m.width - rw - 1
 	if r == "" {
 		lw = m.width
+	}
+	sep := m.st.Dim.Render(" · ")
+	join := func() string {
+		texts := make([]string, len(parts))
+		for i, p := range parts {
+			texts[i] = p.text
+		}
+		return strings.Join(texts, sep)
+	}
+	l := join()
+	for lipgloss.Width(l) > lw && len(parts) > 1 {
+		low := 0
+		for i, p := range parts {
+			if p.keep < parts[low].keep {
+				low = i
+			}
+		}
+		parts = append(parts[:low], parts[low+1:]...)
+		l = join()
 	}
 	return fit(l, lw) + strings.Repeat(" ", m.width-lw-rw) + r
 }

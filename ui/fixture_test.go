@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -120,7 +121,6 @@ func fixture(tb testing.TB, src sampler.Source, d time.Duration) sampler.Snapsho
 			last = snap
 		}
 	}
-	last.Hostname = "gpu-box"
 	return last
 }
 
@@ -141,3 +141,5 @@ func fakeSnap(tb testing.TB, ngpu int) sampler.Snapshot {
 	}
 	return s
 }
+
+func DefaultThresholdsForTest() advisor.Thresholds { return advisor.DefaultThresholds() }

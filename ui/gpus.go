@@ -33,6 +33,7 @@ type gpuPane struct {
 	focused bool
 	compact bool
 	panelH  int
+	graphH  int // lines of the selected GPU's graph under the compact list
 	span    time.Duration
 
 	snap     sampler.Snapshot
@@ -72,10 +73,21 @@ func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
 	} else {
 		g.compact = true
 		g.height = clamp(n, 1, max(maxH-procMin, 1))
+		// Room the process table does not want goes to a graph of the
+		// selected GPU under the list.
+		g.graphH = 0
+		if spare := maxH - g.height - procWant; g.height == n && spare >= graphMinLines && w >= fullMinWidth {
+			g.graphH = min(spare, panelMaxLines+4)
+			g.height += g.graphH
+		}
 	}
 	g.scroll()
 	return g.height
 }
+
+// graphMinLines is the smallest graph under the compact list: a title and
+// a plot of a few rows.
+const graphMinLines = 6
 
 // fullMinWidth is the narrowest pane that shows full panels: the text block
 // and a sparkline of a few columns.
@@ -85,7 +97,7 @@ const textBlockMin = 34
 
 func (g *gpuPane) perPage() int {
 	if g.compact {
-		return max(g.height, 1)
+		return max(g.height-g.graphH, 1)
 	}
 	return max(g.height/max(g.panelH, 1), 1)
 }
@@ -146,7 +158,28 @@ func (g gpuPane) View() string {
 			parts = append(parts, g.panel(devs[i], i == g.sel))
 		}
 	}
+	if g.compact && g.graphH > 0 {
+		if d, ok := g.Selected(); ok {
+			parts = append(parts, g.selectedGraph(d))
+		}
+	}
 	return strings.Join(parts, "\n")
+}
+
+// selectedGraph is the selected GPU's memory graph under the compact list.
+func (g gpuPane) selectedGraph(d sampler.Device) string {
+	title := g.st.Dim.Render(fit("  GPU "+deviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · ┈ warn / crit", g.width))
+	p := g.sparkline(d, g.width-2, g.graphH-1)
+	if p == "" {
+		p = g.st.Dim.Render("  collecting history…")
+	} else {
+		p = indent(p, "  ")
+	}
+	return title + "\n" + p
+}
+
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
 }
 
 func (g gpuPane) marker(sel bool) string {

@@ -244,7 +244,7 @@ func plot(st Styles, spec plotSpec) string {
 		span := spec.xAxis
 		opts = append(opts,
 			asciigraph.XAxisRange(-span.Seconds(), 0),
-			asciigraph.XAxisTickCount(clamp(cols/14, 2, 9)),
+			asciigraph.XAxisTickCount(tickCount(span, cols)),
 			asciigraph.XAxisValueFormatter(func(v float64) string {
 				if v > -0.5 {
 					return "now"
@@ -260,17 +260,39 @@ func plot(st Styles, spec plotSpec) string {
 	return strings.Join(lines, "\n")
 }
 
+// tickSteps are the time axis steps; a step that divides the span puts
+// every tick on a round value.
+var tickSteps = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
+	30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute, 10 * time.Minute,
+	15 * time.Minute, 30 * time.Minute, time.Hour}
+
+// tickCount is the number of ticks for a time axis of span over cols
+// columns: the finest round step that divides the span and leaves about
+// twelve columns per label.
+func tickCount(span time.Duration, cols int) int {
+	most := max(cols/12, 2)
+	for _, st := range tickSteps {
+		if span%st == 0 && int(span/st)+1 <= most {
+			return int(span/st) + 1
+		}
+	}
+	return 2
+}
+
 // fmtAxisTime formats a time axis tick.
 func fmtAxisTime(d, span time.Duration) string {
 	switch {
 	case span <= 2*time.Minute:
 		return fmt.Sprintf("%ds", int(math.Round(d.Seconds())))
 	case span <= 2*time.Hour:
-		m := d.Minutes()
-		if m == math.Trunc(m) {
-			return fmt.Sprintf("%dm", int(m))
+		d = d.Round(time.Second)
+		if d < time.Minute {
+			return fmt.Sprintf("%ds", int(d/time.Second))
 		}
-		return fmt.Sprintf("%.1fm", m)
+		if d%time.Minute == 0 {
+			return fmt.Sprintf("%dm", int(d/time.Minute))
+		}
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
 	}
 	return fmt.Sprintf("%.1fh", d.Hours())
 }
