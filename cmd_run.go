@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vramtop/vramtop/jobrun"
+	"github.com/vramtop/vramtop/recorder"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+func init() {
+	register("run", "run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", runRun)
+}
+
+// demoJobDevice is the demo GPU a job started with --demo shows on (the
+// H200).
+const demoJobDevice = 2
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop run", flag.ContinueOnError)
+	var sf sourceFlags
+	sf.add(fs)
+	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
+	reportFmt := fs.String("report", "text", "the report's format: text or json")
+	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop run [flags] -- CMD [ARGS...]\n\n"+
+			"Runs CMD with its input and output untouched, follows the GPU memory of it and every\n"+
+			"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
+			"else held memory then, a plot, and the diagnosis of an out-of-memory error in its stderr.\n"+
+			"The exit status is CMD's (128+N when signal N killed it).\n\n")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "vramtop run: name the command to run: vramtop run [flags] -- CMD [ARGS...]")
+		return exitUsage
+	}
+	if *reportFmt != "text" && *reportFmt != "json" {
+		fmt.Fprintf(stderr, "vramtop run: --report %q: want text or json\n", *reportFmt)
+		return exitUsage
+	}
+	// Everything that can fail is checked before the job starts.
+	var rep io.Writer = stderr
+	if *reportFile != "" {
+		f, err := os.OpenFile(*reportFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "vramtop run: report file: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		rep = f
+	}
+	src, err := sf.open(stderr)
+	if err != nil {
+		if errors.Is(err, sampler.ErrNoDriver) {
+			fmt.Fprintf(stderr, "vramtop run: %v; is the NVIDIA driver installed? Try --demo\n", err)
+		} else {
+			fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+		}
+		return exitUsage
+	}
+	s, err := sampler.New(src, sampler.Config{Interval: sf.interval, History: sf.history})
+	if err != nil {
+		src.Close()
+		fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+		return exitUsage
+	}
+	var rec *recorder.Writer
+	if *record != "" {
+		rec, err = recorder.Open(recorder.Options{
+			Path: *record, Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
+		})
+		if err != nil {
+			s.Close()
+			fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+			return 1
+		}
+	}
+
+	// Signals go to the job; vramtop run ends when the job does.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	cfg := jobrun.Config{
+		Argv: argv, Sampler: s, Record: rec,
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Signals: sigs, Foreground: true,
+	}
+	if demo, ok := src.(*sampler.Demo); ok {
+		// The child's real PID is on no demo GPU: show it on one, with a
+		// made-up footprint, so the report has something to say.
+		me := "you"
+		if u, err := user.Current(); err == nil {
+			me = u.Username
+		}
+		cmdline := strings.Join(argv, " ")
+		cfg.OnStart = func(pid int) {
+			demo.AddProcess(demoJobDevice, uint32(pid), me, cmdline, demoJobBytes)
+		}
+	}
+	r, err := jobrun.Run(ctx, cfg)
+	if rec != nil {
+		if cerr := rec.Close(); cerr != nil {
+			r.Notes = append(r.Notes, "recording: "+cerr.Error())
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+		return r.ExitCode
+	}
+	if src.Info().Demo {
+		r.Notes = append(r.Notes, fmt.Sprintf("--demo: the GPUs are the built-in demo and the job's memory on GPU %d is simulated", demoJobDevice))
+	}
+	if *reportFmt == "json" {
+		enc := json.NewEncoder(rep)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		_, err = io.WriteString(rep, r.Text(60))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop run: writing the report: %v\n", err)
+	}
+	if *reportFile != "" && *reportFmt == "text" {
+		fmt.Fprintf(stderr, "vramtop run: report written to %s\n", filepath.Clean(*reportFile))
+	}
+	return r.ExitCode
+}
+
+// demoJobBytes is the made-up footprint of a job run with --demo: a model
+// loading over 10 s, then training steps that peak every 5 s.
+func demoJobBytes(t time.Duration) uint64 {
+	const gib = 1 << 30
+	s := t.Seconds()
+	load := min(s/10, 1) * 24 * gib
+	var step float64
+	if s > 10 {
+		phase := s - 10
+		step = 6 * gib * (phase - float64(int(phase/5))*5) / 5
+	}
+	return uint64(600<<20 + load + step)
+}

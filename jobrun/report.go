@@ -1,0 +1,246 @@
+package jobrun
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/guptarohit/asciigraph"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// Report is what `vramtop run` says about a job when it ends. Its JSON form
+// is the --report json document.
+type Report struct {
+	Command  []string  `json:"command"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Duration string    `json:"duration"`
+	// ExitCode is vramtop run's own exit status: the child's, or 128+N
+	// when signal N killed it.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// Source is where the numbers come from: "nvml", or "demo".
+	Source string `json:"source"`
+	Demo   bool   `json:"demo,omitempty"`
+	// Interval is the sampling interval.
+	Interval string `json:"interval"`
+	// PIDs lists the job's processes seen (the child and its descendants).
+	PIDs []int `json:"pids"`
+	// GPUs are the GPUs the job held memory on, by device ID.
+	GPUs []GPUReport `json:"gpus"`
+	// PeakBytes is the job's highest memory, all GPUs together, and when.
+	PeakBytes uint64    `json:"peak_bytes"`
+	PeakAt    time.Time `json:"peak_at,omitzero"`
+	// Timeline is the job's memory on all its GPUs over the run, split in
+	// equal spans, each holding its span's peak (bytes; null: no sample).
+	Timeline *Timeline `json:"timeline,omitempty"`
+	// OOM is the diagnosis of an out-of-memory message the job wrote to
+	// stderr.
+	OOM *advisor.Explanation `json:"oom,omitempty"`
+	// Recording is the file the run was recorded to.
+	Recording string   `json:"recording,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// GPUReport is the job on one GPU.
+type GPUReport struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name,omitempty"`
+	TotalBytes uint64    `json:"total_bytes"`
+	PeakBytes  uint64    `json:"peak_bytes"`
+	PeakAt     time.Time `json:"peak_at"`
+	// MinFreeBytes is the least free memory the GPU had during the run.
+	MinFreeBytes uint64    `json:"min_free_bytes"`
+	MinFreeAt    time.Time `json:"min_free_at"`
+	// JobAtMinFree is the job's memory on the GPU at that moment, Others
+	// the other processes holding memory on it then.
+	JobAtMinFree uint64  `json:"job_at_min_free_bytes"`
+	Others       []Other `json:"others_at_min_free"`
+	// UnattributedAtMinFree is memory no listed process accounted for.
+	UnattributedAtMinFree *uint64 `json:"unattributed_at_min_free_bytes,omitempty"`
+}
+
+// Other is a process of someone else (or another job) on a GPU.
+type Other struct {
+	PID     uint32  `json:"pid"`
+	User    string  `json:"user,omitempty"`
+	Command string  `json:"command,omitempty"`
+	Bytes   *uint64 `json:"bytes,omitempty"`
+	// Visible is false for a process of another PID namespace (a
+	// container), which /proc here does not name.
+	Visible bool `json:"visible"`
+}
+
+// Timeline is the job's memory over the run, peak-held.
+type Timeline struct {
+	Start time.Time  `json:"start"`
+	Step  string     `json:"step"`
+	Bytes []*float64 `json:"bytes"`
+}
+
+// Text renders the report for a terminal: a few lines per GPU, a plot,
+// the OOM diagnosis.
+func (r Report) Text(width int) string {
+	var b strings.Builder
+	ended := fmt.Sprintf("exited with status %d", r.ExitCode)
+	if r.Signal != "" {
+		ended = fmt.Sprintf("was killed by %s (status %d)", r.Signal, r.ExitCode)
+	}
+	fmt.Fprintf(&b, "\n── vramtop run: %s %s after %s ──\n", shortCommand(r.Command, 60), ended, r.Duration)
+	if len(r.GPUs) == 0 {
+		fmt.Fprintf(&b, "The job (%s) held no GPU memory that the driver reported.\n", pidList(r.PIDs))
+	}
+	for _, g := range r.GPUs {
+		fmt.Fprintf(&b, "GPU %s (%s, %s): job peak %s at %s\n", g.ID, g.Name, Bytes(g.TotalBytes),
+			Bytes(g.PeakBytes), r.clock(g.PeakAt))
+		fmt.Fprintf(&b, "  least headroom: %s free at %s (job held %s then)\n",
+			Bytes(g.MinFreeBytes), r.clock(g.MinFreeAt), Bytes(g.JobAtMinFree))
+		if len(g.Others) == 0 && (g.UnattributedAtMinFree == nil || *g.UnattributedAtMinFree == 0) {
+			b.WriteString("  no other process on it then\n")
+		}
+		for i, o := range g.Others {
+			if i == 5 {
+				fmt.Fprintf(&b, "  … and %d more processes\n", len(g.Others)-i)
+				break
+			}
+			size := "n/a"
+			if o.Bytes != nil {
+				size = Bytes(*o.Bytes)
+			}
+			who := o.User + " " + shortCommand(strings.Fields(o.Command), 40)
+			if !o.Visible && o.Command == "" {
+				who = "(another PID namespace: a container?)"
+			}
+			fmt.Fprintf(&b, "  also on it then: pid %d, %s: %s\n", o.PID, size, who)
+		}
+		if u := g.UnattributedAtMinFree; u != nil && *u > 0 {
+			fmt.Fprintf(&b, "  also on it then: %s held by no listed process\n", Bytes(*u))
+		}
+	}
+	if len(r.GPUs) > 1 {
+		fmt.Fprintf(&b, "All GPUs together: peak %s at %s\n", Bytes(r.PeakBytes), r.clock(r.PeakAt))
+	}
+	if plot := r.plot(width); plot != "" {
+		b.WriteString(plot)
+		b.WriteString("\n")
+	}
+	if r.OOM != nil && r.OOM.Found {
+		b.WriteString("\nOut of memory, from the job's stderr:\n")
+		b.WriteString(strings.TrimRight(r.OOM.Text(), "\n"))
+		b.WriteString("\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	if r.Recording != "" {
+		fmt.Fprintf(&b, "recorded to %s (vramtop replay %s)\n", r.Recording, r.Recording)
+	}
+	return b.String()
+}
+
+// clock writes t as a clock time and as an offset into the run.
+func (r Report) clock(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return fmt.Sprintf("%s (+%s)", t.Format("15:04:05"), t.Sub(r.Start).Round(time.Second))
+}
+
+func (r Report) plot(width int) string {
+	tl := r.Timeline
+	if tl == nil || len(tl.Bytes) < 2 {
+		return ""
+	}
+	unit, div := "GiB", float64(1<<30)
+	if r.PeakBytes < 1<<30 {
+		unit, div = "MiB", float64(1<<20)
+	}
+	series := make([]float64, len(tl.Bytes))
+	any := false
+	for i, v := range tl.Bytes {
+		if v == nil {
+			series[i] = math.NaN()
+			continue
+		}
+		series[i] = *v / div
+		any = true
+	}
+	if !any {
+		return ""
+	}
+	label := "the job's GPU memory"
+	if len(r.GPUs) == 1 {
+		label = "the job's memory on GPU " + r.GPUs[0].ID
+	} else if len(r.GPUs) > 1 {
+		label = "the job's memory, all its GPUs"
+	}
+	caption := fmt.Sprintf("%s (%s, peak per column) from %s to %s", label, unit,
+		r.Start.Format("15:04:05"), r.End.Format("15:04:05"))
+	return "\n" + asciigraph.Plot(series, asciigraph.Height(8), asciigraph.Width(width),
+		asciigraph.LowerBound(0), asciigraph.Precision(1), asciigraph.Caption(caption))
+}
+
+// timeline splits [start, end] into n spans holding the peak of each
+// (peak-held), carrying the last value over spans with no sample: memory
+// held stays held until the next sample says otherwise.
+func timeline(times []time.Time, values []uint64, start, end time.Time, n int) *Timeline {
+	if len(times) == 0 || n < 2 || !end.After(start) {
+		return nil
+	}
+	w := sampler.WindowOf(times, values)
+	// Buckets is [from, to): stretch to past the last sample.
+	b := w.Buckets(start, end.Add(1), n)
+	tl := &Timeline{Start: start, Step: (end.Sub(start) / time.Duration(n)).String(), Bytes: make([]*float64, n)}
+	var last *float64
+	for i, v := range b {
+		if !math.IsNaN(v) {
+			x := v
+			last = &x
+		}
+		tl.Bytes[i] = last
+	}
+	return tl
+}
+
+// Bytes writes a byte count in binary units: "61.2 GiB".
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+func shortCommand(argv []string, n int) string {
+	s := strings.Join(argv, " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func pidList(pids []int) string {
+	sort.Ints(pids)
+	var parts []string
+	for i, p := range pids {
+		if i == 6 {
+			parts = append(parts, fmt.Sprintf("… %d in all", len(pids)))
+			break
+		}
+		parts = append(parts, fmt.Sprint(p))
+	}
+	if len(parts) == 1 {
+		return "pid " + parts[0]
+	}
+	return "pids " + strings.Join(parts, ", ")
+}
