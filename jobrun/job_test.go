@@ -75,7 +75,7 @@ func (s *pidSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs 
 }
 
 func (s *pidSource) ReadProcessUtilization(time.Time, map[sampler.UtilKey]float64) error { return nil }
-func (s *pidSource) Close() error                                                      { return nil }
+func (s *pidSource) Close() error                                                        { return nil }
 
 func newSampler(t *testing.T, src sampler.Source) *sampler.Sampler {
 	t.Helper()
