@@ -15,17 +15,29 @@ import (
 // uses Monitor.Advise.
 func Advise(snap sampler.Snapshot, t Target, cfg Config) []Advice {
 	cfg = cfg.WithDefaults()
-	fs, _ := evaluate(&snap, cfg, nil, nil)
+	only := -1
+	for i := range snap.Devices {
+		if snap.Devices[i].ID == t.DeviceID {
+			only = i
+		}
+	}
+	if only < 0 {
+		return nil
+	}
+	fs, _ := evaluate(&snap, cfg, nil, nil, only)
 	return advise(&snap, t, cfg, fs)
 }
 
 // Advise is the package's Advise with the monitor's state (hysteresis,
-// idle times); it records snap as Observe does, so calling both on the same
-// snapshot is harmless.
+// idle times). On the snapshot last given to Observe it reuses that
+// evaluation; on another it records it as Observe does.
 func (m *Monitor) Advise(snap sampler.Snapshot, t Target) []Advice {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	fs := m.observe(&snap)
+	fs := m.buf
+	if !m.lastOK || !snap.Time.Equal(m.lastTime) || snap.Seq != m.lastSeq {
+		fs = m.observe(&snap)
+	}
 	return advise(&snap, t, m.cfg, fs)
 }
 

@@ -19,14 +19,30 @@ type Monitor struct {
 	gen   uint64
 	devs  map[string]*devMemory
 	idle  map[sampler.ProcessKey]*idleMemory
+	leaks map[sampler.ProcessKey]*leakMemory
 	since map[alertKey]*sinceMemory
 	buf   []finding
+	// last is the snapshot buf was computed for (Advise after Observe
+	// reuses it).
+	lastTime time.Time
+	lastSeq  uint64
+	lastOK   bool
 }
 
 type devMemory struct {
 	gen   uint64
 	level int
 	trend bool
+}
+
+type leakMemory struct {
+	gen   uint64
+	next  time.Time // when to read the history again
+	found bool
+	alert Alert
+
+	peakNext time.Time // when to read the spike window again
+	peak     uint64
 }
 
 type idleMemory struct {
@@ -52,6 +68,7 @@ func NewMonitor(cfg Config) *Monitor {
 		cfg:   cfg.WithDefaults(),
 		devs:  map[string]*devMemory{},
 		idle:  map[sampler.ProcessKey]*idleMemory{},
+		leaks: map[sampler.ProcessKey]*leakMemory{},
 		since: map[alertKey]*sinceMemory{},
 	}
 }
@@ -78,9 +95,10 @@ func (m *Monitor) Observe(snap sampler.Snapshot) []Alert {
 // observe runs the rules, records their state and returns the findings
 // (valid until the next call).
 func (m *Monitor) observe(snap *sampler.Snapshot) []finding {
+	m.lastTime, m.lastSeq, m.lastOK = snap.Time, snap.Seq, true
 	m.gen++
 	st := monitorState{m}
-	fs, levels := evaluate(snap, m.cfg, st, m.buf[:0])
+	fs, levels := evaluate(snap, m.cfg, st, m.buf[:0], -1)
 	m.buf = fs
 	for i := range snap.Devices {
 		id := snap.Devices[i].ID
@@ -115,6 +133,11 @@ func (m *Monitor) observe(snap *sampler.Snapshot) []finding {
 	for k, v := range m.idle {
 		if v.gen != m.gen {
 			delete(m.idle, k)
+		}
+	}
+	for k, v := range m.leaks {
+		if v.gen != m.gen {
+			delete(m.leaks, k)
 		}
 	}
 	for k, v := range m.since {
@@ -154,4 +177,49 @@ func (s monitorState) idleFor(k sampler.ProcessKey, idle bool, now time.Time) ti
 	}
 	im.gen = s.m.gen
 	return now.Sub(im.since)
+}
+
+func (s monitorState) memo(k sampler.ProcessKey) *leakMemory {
+	lm := s.m.leaks[k]
+	if lm == nil {
+		lm = &leakMemory{}
+		s.m.leaks[k] = lm
+	}
+	lm.gen = s.m.gen
+	return lm
+}
+
+// fresh reports whether a verdict due again at next still holds at now
+// (a clock that went back re-reads).
+func fresh(now, next time.Time) bool {
+	return now.Before(next) && !now.Before(next.Add(-leakRecheck))
+}
+
+func (s monitorState) recentPeak(k sampler.ProcessKey, p *sampler.Process, now time.Time, window time.Duration) uint64 {
+	lm := s.memo(k)
+	if fresh(now, lm.peakNext) {
+		lm.peak = max(lm.peak, p.Used())
+		return lm.peak
+	}
+	lm.peak = p.History.Since(now.Add(-window)).Max()
+	lm.peakNext = now.Add(leakRecheck)
+	return lm.peak
+}
+
+func (s monitorState) leak(out []finding, d *sampler.Device, di int, p *sampler.Process, pj int, now time.Time, cfg Config) []finding {
+	lm := s.memo(p.Key(d.ID))
+	if fresh(now, lm.next) {
+		if lm.found {
+			out = append(out, finding{Alert: lm.alert, dev: di, proc: pj, freer: -1})
+		}
+		return out
+	}
+	n := len(out)
+	out = ruleLeakSuspect(out, d, di, p, pj, now, cfg)
+	lm.next = now.Add(leakRecheck)
+	lm.found = len(out) > n
+	if lm.found {
+		lm.alert = out[n].Alert
+	}
+	return out
 }

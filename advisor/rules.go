@@ -32,11 +32,25 @@ type ruleState interface {
 	// idleFor returns how long the process has been idle, updating the
 	// record (idle false forgets it).
 	idleFor(k sampler.ProcessKey, idle bool, now time.Time) time.Duration
+	// leak is ruleLeakSuspect, re-read at most every leakRecheck per
+	// process (a 10-minute shape does not change in a second).
+	leak(out []finding, d *sampler.Device, di int, p *sampler.Process, pj int, now time.Time, cfg Config) []finding
+	// recentPeak is the process's peak over the window, re-read from its
+	// history at most every leakRecheck (in between: the last peak read
+	// or the current use, whichever is higher).
+	recentPeak(k sampler.ProcessKey, p *sampler.Process, now time.Time, window time.Duration) uint64
 }
+
+// leakRecheck is how often a Monitor re-reads a process's history for
+// leak_suspect; in between it repeats its last verdict.
+const leakRecheck = 5 * time.Second
 
 // evaluate runs every rule on snap. st may be nil: then the threshold has
 // no hysteresis and idle_holder (which needs time) does not fire.
-func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding) ([]finding, []int) {
+//
+// only, when not negative, limits the rules to that device (the levels of
+// all devices are still computed: freer_gpu compares them).
+func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding, only int) ([]finding, []int) {
 	now := snap.Time
 	levels := make([]int, len(snap.Devices))
 	for i := range snap.Devices {
@@ -49,14 +63,15 @@ func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding) (
 		if st != nil {
 			prev = st.level(d.ID)
 		}
-		levels[i] = thresholdLevel(d.MemoryUsed, d.MemoryTotal, prev, cfg.Thresholds, cfg.Hysteresis)
+		held := heldPeak(d, now, cfg.HoldFor)
+		levels[i] = thresholdLevel(held, d.MemoryTotal, prev, cfg.Thresholds, cfg.Hysteresis)
 	}
 	for i := range snap.Devices {
 		d := &snap.Devices[i]
-		if levels[i] < 0 {
+		if levels[i] < 0 || only >= 0 && i != only {
 			continue
 		}
-		out = ruleThreshold(out, d, i, levels[i], cfg)
+		out = ruleThreshold(out, d, i, levels[i], now, cfg)
 		out = ruleTimeToFull(out, d, i, now, cfg, st != nil && st.trending(d.ID))
 		out = ruleUnattributed(out, d, i, levels[i], cfg)
 		out = ruleOtherTenants(out, d, i, levels[i], cfg)
@@ -66,8 +81,12 @@ func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding) (
 			if p.Exited {
 				continue
 			}
-			out = ruleSpikeHeadroom(out, d, i, p, j, now, cfg)
-			out = ruleLeakSuspect(out, d, i, p, j, now, cfg)
+			out = ruleSpikeHeadroom(out, d, i, p, j, now, cfg, st)
+			if st == nil {
+				out = ruleLeakSuspect(out, d, i, p, j, now, cfg)
+			} else {
+				out = st.leak(out, d, i, p, j, now, cfg)
+			}
 			if st != nil {
 				out = ruleIdleHolder(out, d, i, p, j, levels[i], now, cfg, st)
 			}
@@ -157,7 +176,25 @@ func largest(d *sampler.Device) int {
 	return best
 }
 
-func ruleThreshold(out []finding, d *sampler.Device, di, level int, cfg Config) []finding {
+// heldPeak is the highest used memory of the device over the last hold,
+// the current reading included.
+func heldPeak(d *sampler.Device, now time.Time, hold time.Duration) uint64 {
+	return max(d.MemoryUsed, d.History.Since(now.Add(-hold)).Max())
+}
+
+// peakTime is when the device's history last reached v since from; now when
+// it did not.
+func peakTime(d *sampler.Device, from time.Time, v uint64, now time.Time) time.Time {
+	w := d.History.Since(from)
+	for i := w.Len() - 1; i >= 0; i-- {
+		if t, u := w.At(i); u >= v {
+			return t
+		}
+	}
+	return now
+}
+
+func ruleThreshold(out []finding, d *sampler.Device, di, level int, now time.Time, cfg Config) []finding {
 	if level <= 0 {
 		return out
 	}
@@ -166,11 +203,16 @@ func ruleThreshold(out []finding, d *sampler.Device, di, level int, cfg Config) 
 		sev, line, name = Crit, cfg.Thresholds.Crit, "critical"
 	}
 	used := d.UsedPercent()
+	peak := heldPeak(d, now, cfg.HoldFor)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s at %s (%s of %s used)", gpuName(d), pct(used), FormatBytes(d.MemoryUsed), FormatBytes(d.MemoryTotal))
-	if atOrAbove(d.MemoryUsed, d.MemoryTotal, line) {
+	switch {
+	case atOrAbove(d.MemoryUsed, d.MemoryTotal, line):
 		fmt.Fprintf(&b, ", over the %s %s line", pct(line), name)
-	} else {
+	case atOrAbove(peak, d.MemoryTotal, line):
+		at := peakTime(d, now.Add(-cfg.HoldFor), peak, now)
+		fmt.Fprintf(&b, ", peaked at %s %s ago, over the %s %s line", pct(float64(peak)/float64(d.MemoryTotal)*100), durText(now.Sub(at)), pct(line), name)
+	default:
 		fmt.Fprintf(&b, ", just under the %s %s line (clears below %s)", pct(line), name, pct(line-cfg.Hysteresis))
 	}
 	if j := largest(d); j >= 0 {
@@ -199,6 +241,18 @@ func ruleTimeToFull(out []finding, d *sampler.Device, di int, now time.Time, cfg
 		minR2 -= 0.1 // hysteresis: a firing forecast survives a little noise
 	}
 	if f.n < 10 || f.span < cfg.TrendMinSpan || f.slope <= 0 || f.r2 < minR2 {
+		return out
+	}
+	// The last third must still climb at half the rate (a quarter to keep
+	// a firing forecast): a model that loaded and then levelled off is not
+	// a trend any more.
+	last, _, _ := d.History.Last()
+	recent := fitLine(d.History.Since(last.Add(-f.span/3)), fitMaxPoints/3)
+	keep := 0.5
+	if wasOn {
+		keep = 0.25
+	}
+	if recent.n < 5 || recent.slope < keep*f.slope {
 		return out
 	}
 	eta := time.Duration(float64(d.MemoryFree) / f.slope * float64(time.Second))
@@ -246,7 +300,7 @@ func growthRate(w sampler.Window) float64 {
 	return float64(v1-v0) / t1.Sub(t0).Seconds()
 }
 
-func ruleSpikeHeadroom(out []finding, d *sampler.Device, di int, p *sampler.Process, pj int, now time.Time, cfg Config) []finding {
+func ruleSpikeHeadroom(out []finding, d *sampler.Device, di int, p *sampler.Process, pj int, now time.Time, cfg Config, st ruleState) []finding {
 	if p.UsedBytes == nil {
 		return out
 	}
@@ -256,7 +310,12 @@ func ruleSpikeHeadroom(out []finding, d *sampler.Device, di int, p *sampler.Proc
 	if p.PeakBytes <= cur || p.PeakBytes-cur <= free {
 		return out
 	}
-	peak := p.History.Since(now.Add(-cfg.SpikeWindow)).Max()
+	var peak uint64
+	if st != nil {
+		peak = st.recentPeak(p.Key(d.ID), p, now, cfg.SpikeWindow)
+	} else {
+		peak = p.History.Since(now.Add(-cfg.SpikeWindow)).Max()
+	}
 	if peak <= cur {
 		return out
 	}
@@ -357,7 +416,7 @@ func ruleOtherTenants(out []finding, d *sampler.Device, di, level int, cfg Confi
 	if n > 1 {
 		noun = "processes"
 	}
-	msg := fmt.Sprintf("%s: %d %s of other users hold %s beside yours: %s", gpuName(d), n, noun, FormatBytes(held), strings.Join(names, ", "))
+	msg := fmt.Sprintf("%s: %d %s of other users %s %s beside yours: %s", gpuName(d), n, noun, plural(n, "holds", "hold"), FormatBytes(held), strings.Join(names, ", "))
 	sev := Info
 	if level > 0 {
 		sev = Warn
@@ -425,8 +484,12 @@ func ruleFreerGPU(out []finding, snap *sampler.Snapshot, di int, levels []int, c
 	}
 	e := &snap.Devices[best]
 	v := VisibleDevicesValue(e)
+	full := pct(d.UsedPercent())
+	if peak := heldPeak(d, snap.Time, cfg.HoldFor); peak > d.MemoryUsed && d.MemoryTotal > 0 {
+		full += fmt.Sprintf(" (%s at its peak)", pct(float64(peak)/float64(d.MemoryTotal)*100))
+	}
 	msg := fmt.Sprintf("%s is %s full; %s has %s free (%s here): CUDA_VISIBLE_DEVICES=%s",
-		gpuName(d), pct(d.UsedPercent()), gpuName(e), FormatBytes(e.MemoryFree), FormatBytes(d.MemoryFree), v)
+		gpuName(d), full, gpuName(e), FormatBytes(e.MemoryFree), FormatBytes(d.MemoryFree), v)
 	return append(out, finding{
 		Alert: Alert{Rule: RuleFreerGPU, Severity: Info, DeviceID: d.ID, Message: msg, Bytes: e.MemoryFree, Suggest: v},
 		dev:   di, proc: -1, freer: best,

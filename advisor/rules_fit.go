@@ -7,8 +7,8 @@ import (
 )
 
 // fitMaxPoints caps the samples a fit reads: a 10-minute window at 50 ms is
-// 12,000 samples; every k-th of them describes the trend as well.
-const fitMaxPoints = 512
+// 12,000 samples; one every 5 s of them describes a trend as well.
+const fitMaxPoints = 128
 
 // lineFit is a least-squares line through a window's samples.
 type lineFit struct {
@@ -19,44 +19,47 @@ type lineFit struct {
 }
 
 // fitLine fits used = a + slope·t over w, reading at most maxPoints
-// samples (evenly spaced, the newest always included).
+// (≤ fitMaxPoints) samples, evenly spaced, the newest always included.
 func fitLine(w sampler.Window, maxPoints int) lineFit {
 	n := w.Len()
 	if n < 2 {
 		return lineFit{n: n}
 	}
+	maxPoints = max(2, min(maxPoints, fitMaxPoints))
 	stride := 1
-	if maxPoints > 1 && n > maxPoints {
+	if n > maxPoints {
 		stride = (n + maxPoints - 2) / (maxPoints - 1)
 	}
+	// One pass reads the points; the sums are then centred on the means,
+	// so a small trend on a large level keeps its precision.
+	var xs, ys [fitMaxPoints]float64
 	t0, v0 := w.At(0)
-	tl, _ := w.At(n - 1)
-	// Two passes over the same points: means, then centred sums, so a
-	// small trend on a large level keeps its precision.
-	var mx, my float64
+	var tl time.Time
 	m := 0
-	each := func(f func(x, y float64)) {
-		for i := 0; ; i += stride {
-			if i > n-1 {
-				i = n - 1
-			}
-			t, v := w.At(i)
-			f(t.Sub(t0).Seconds(), float64(v)-float64(v0))
-			if i == n-1 {
-				return
-			}
+	var mx, my float64
+	for i := 0; m < fitMaxPoints; i += stride {
+		if i > n-1 {
+			i = n - 1
+		}
+		t, v := w.At(i)
+		xs[m], ys[m] = t.Sub(t0).Seconds(), float64(v)-float64(v0)
+		mx += xs[m]
+		my += ys[m]
+		m++
+		tl = t
+		if i == n-1 {
+			break
 		}
 	}
-	each(func(x, y float64) { mx += x; my += y; m++ })
 	mx /= float64(m)
 	my /= float64(m)
 	var sxx, syy, sxy float64
-	each(func(x, y float64) {
-		dx, dy := x-mx, y-my
+	for k := 0; k < m; k++ {
+		dx, dy := xs[k]-mx, ys[k]-my
 		sxx += dx * dx
 		syy += dy * dy
 		sxy += dx * dy
-	})
+	}
 	f := lineFit{n: m, span: tl.Sub(t0)}
 	if sxx == 0 {
 		return f

@@ -344,7 +344,7 @@ func TestOtherTenants(t *testing.T) {
 		n     uint64
 	}{
 		{"bob beside alice", "alice", []sampler.Process{mine, bob, small}, 72 * oneGiB,
-			[]string{"GPU 0: 1 process of other users hold 30 GiB beside yours: PID 200 (bob, python serve.py) 30 GiB"}, 30 * oneGiB},
+			[]string{"GPU 0: 1 process of other users holds 30 GiB beside yours: PID 200 (bob, python serve.py) 30 GiB"}, 30 * oneGiB},
 		{"a process of another namespace counts", "alice", []sampler.Process{mine, bob, hidden}, 72 * oneGiB,
 			[]string{"2 processes of other users hold 32 GiB", "PID 400 (not visible here"}, 32 * oneGiB},
 		{"alice has nothing here", "alice", []sampler.Process{bob}, 30 * oneGiB, nil, 0},
@@ -524,5 +524,39 @@ func TestConfigValidate(t *testing.T) {
 	c := Config{LeakWindow: 5 * time.Minute}.WithDefaults()
 	if c.LeakWindow != 5*time.Minute || c.TrendWindow != 10*time.Minute || c.Thresholds != DefaultThresholds() {
 		t.Errorf("WithDefaults: %+v", c)
+	}
+}
+
+func TestThresholdHoldsARecentPeak(t *testing.T) {
+	// 77% now; 95% for one sample some seconds ago.
+	spike := func(ago int) sampler.Device {
+		vals := synFlat(120, 77*oneGiB)
+		vals[len(vals)-1-ago] = 95 * oneGiB
+		d := synDev("0", synTotal, 77*oneGiB)
+		d.History = synSeries(synNow, time.Second, vals)
+		return d
+	}
+	got := alertsOf(observeOnce(Config{}, synSnap(spike(20))), RuleThreshold)
+	if len(got) != 1 || got[0].Severity != Crit {
+		t.Fatalf("a 95%% peak 20 s ago: want critical, got %+v", got)
+	}
+	mustContain(t, "message", got[0].Message, "GPU 0 at 77% (77 GiB of 100 GiB used), peaked at 95% 20 s ago, over the 90% critical line")
+	if got := alertsOf(observeOnce(Config{}, synSnap(spike(61))), RuleThreshold); len(got) != 0 {
+		t.Errorf("a peak older than the hold time: %+v", got)
+	}
+	if got := alertsOf(observeOnce(Config{HoldFor: 10 * time.Second}, synSnap(spike(20))), RuleThreshold); len(got) != 0 {
+		t.Errorf("a peak older than a 10 s hold: %+v", got)
+	}
+}
+
+func TestTimeToFullClearsWhenTheClimbLevelsOff(t *testing.T) {
+	// 7 min of 6 GiB/min, then 3 min flat: the fit over 10 min is still
+	// good, but the card stopped filling.
+	vals := append(synRamp(420, 10*oneGiB, int64(oneGiB/10)), synFlat(181, 10*oneGiB+419*oneGiB/10)...)
+	if f := fitLine(synSeries(synNow, time.Second, vals), fitMaxPoints); f.r2 < 0.8 {
+		t.Fatalf("test series R² %.2f: want a fit the R² test alone accepts", f.r2)
+	}
+	if got := alertsOf(observeOnce(Config{}, synSnap(trendDev(time.Second, vals))), RuleTimeToFull); len(got) != 0 {
+		t.Errorf("forecast after the climb stopped: %+v", got)
 	}
 }

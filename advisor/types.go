@@ -105,6 +105,10 @@ type Config struct {
 	// Hysteresis is how many percentage points below a threshold line the
 	// used memory must fall before the alert clears (default 2).
 	Hysteresis float64
+	// HoldFor is how long a peak keeps the threshold in force (default
+	// 1 min): a card that touches 95% for 300 ms every 30 s stays
+	// critical, instead of flashing on and off.
+	HoldFor time.Duration
 
 	// TrendWindow is the history fitted for time_to_full (default 10 min);
 	// TrendMinSpan the least history it needs (default 3 min); TrendMinR2
@@ -161,6 +165,7 @@ func DefaultConfig() Config {
 	return Config{
 		Thresholds:        DefaultThresholds(),
 		Hysteresis:        2,
+		HoldFor:           time.Minute,
 		TrendWindow:       10 * time.Minute,
 		TrendMinSpan:      3 * time.Minute,
 		TrendMinR2:        0.8,
@@ -201,6 +206,7 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	setF(&c.Hysteresis, d.Hysteresis)
+	setD(&c.HoldFor, d.HoldFor)
 	setD(&c.TrendWindow, d.TrendWindow)
 	setD(&c.TrendMinSpan, d.TrendMinSpan)
 	setF(&c.TrendMinR2, d.TrendMinR2)
@@ -231,7 +237,7 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"trend window", c.TrendWindow}, {"trend minimum span", c.TrendMinSpan},
+		{"hold time", c.HoldFor}, {"trend window", c.TrendWindow}, {"trend minimum span", c.TrendMinSpan},
 		{"trend horizon", c.TrendHorizon}, {"trend critical time", c.TrendCrit},
 		{"spike window", c.SpikeWindow}, {"leak window", c.LeakWindow}, {"idle time", c.IdleFor},
 	} {
