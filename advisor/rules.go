@@ -337,8 +337,9 @@ func ruleLeakSuspect(out []finding, d *sampler.Device, di int, p *sampler.Proces
 		return out
 	}
 	from := now.Add(-cfg.LeakWindow)
-	// The history must cover the window (within a tenth of it).
-	if h.First().After(from.Add(cfg.LeakWindow / 10)) {
+	// The history must cover the window (within a sixtieth of it: the
+	// sampler's cadence).
+	if h.First().After(from.Add(cfg.LeakWindow / 60)) {
 		return out
 	}
 	w := h.Since(from)

@@ -560,3 +560,26 @@ func TestTimeToFullClearsWhenTheClimbLevelsOff(t *testing.T) {
 		t.Errorf("forecast after the climb stopped: %+v", got)
 	}
 }
+
+func TestLeakAlertClearsAfterADrop(t *testing.T) {
+	m := NewMonitor(Config{})
+	leaking := withHistory(synProc(55, "alice", "python train.py", 0), time.Second, leakSeries())
+	if got := alertsOf(m.Observe(synSnap(synDev("0", synTotal, 40*oneGiB, leaking))), RuleLeakSuspect); len(got) != 1 {
+		t.Fatalf("no leak alert: %+v", got)
+	}
+	// Five seconds later the process freed 1 GiB: no longer a leak.
+	vals := append(leakSeries()[5:], 0, 0, 0, 0, 0)
+	for i := len(vals) - 5; i < len(vals); i++ {
+		vals[i] = vals[len(vals)-6] - oneGiB
+	}
+	freed := withHistory(synProc(55, "alice", "python train.py", 0), time.Second, vals)
+	s := synAt(synSnap(synDev("0", synTotal, 40*oneGiB, freed)), synNow)
+	s.Time = synNow.Add(5 * time.Second)
+	for i := range s.Devices[0].Processes {
+		p := &s.Devices[0].Processes[i]
+		p.History = synSeries(s.Time, time.Second, vals)
+	}
+	if got := alertsOf(m.Observe(s), RuleLeakSuspect); len(got) != 0 {
+		t.Fatalf("the leak alert outlived a drop by 5 s: %+v", got)
+	}
+}
