@@ -145,7 +145,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	sw := ansi.StringWidth(s)
+	sw := cellWidth(s)
 	if sw > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -157,7 +157,7 @@ func fitRight(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	sw := ansi.StringWidth(s)
+	sw := cellWidth(s)
 	if sw > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -171,7 +171,7 @@ func clampLines(s string, w, h int) string {
 		lines = lines[:h]
 	}
 	for i, l := range lines {
-		if ansi.StringWidth(l) > w {
+		if len(l) > w && cellWidth(l) > w {
 			lines[i] = ansi.Truncate(l, w, "")
 		}
 	}

@@ -19,7 +19,7 @@ func memBar(st Styles, d sampler.Device, th advisor.Thresholds, width int) strin
 		return ""
 	}
 	if d.MemoryTotal == 0 {
-		return st.Free.Render(strings.Repeat(glyphFree, width))
+		return st.pFree.on(strings.Repeat(glyphFree, width))
 	}
 	cells := func(b uint64) int {
 		return int(math.Round(float64(b) / float64(d.MemoryTotal) * float64(width)))
@@ -38,12 +38,14 @@ func memBar(st Styles, d sampler.Device, th advisor.Thresholds, width int) strin
 	free := width - used - rsv
 	sev := severity(d.UsedPercent(), th)
 	var b strings.Builder
-	b.WriteString(st.Severity(sev).Render(strings.Repeat(glyphUsed, used)))
+	if used > 0 {
+		b.WriteString(st.pSev[clampSev(sev)].on(strings.Repeat(glyphUsed, used)))
+	}
 	if rsv > 0 {
-		b.WriteString(st.Reserved.Render(strings.Repeat(glyphReserved, rsv)))
+		b.WriteString(st.pReserved.on(strings.Repeat(glyphReserved, rsv)))
 	}
 	if free > 0 {
-		b.WriteString(st.Free.Render(strings.Repeat(glyphFree, free)))
+		b.WriteString(st.pFree.on(strings.Repeat(glyphFree, free)))
 	}
 	return b.String()
 }
@@ -123,7 +125,7 @@ func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresho
 		if runSev < 0 {
 			b.WriteString(run.String())
 		} else {
-			b.WriteString(st.Severity(runSev).Render(run.String()))
+			b.WriteString(st.pSev[clampSev(runSev)].on(run.String()))
 		}
 		run.Reset()
 	}

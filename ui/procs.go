@@ -402,9 +402,9 @@ func (p procPane) View() string {
 	var b strings.Builder
 	b.Grow(p.width * p.height * 2)
 	if p.group {
-		b.WriteString(p.st.ColHeader.Render(fit(p.groupHeader(c), p.width)))
+		b.WriteString(p.st.pColHeader.on(fit(p.groupHeader(c), p.width)))
 	} else {
-		b.WriteString(p.st.ColHeader.Render(fit(p.header(c), p.width)))
+		b.WriteString(p.st.pColHeader.on(fit(p.header(c), p.width)))
 	}
 	n := p.visibleRows()
 	if len(p.rows) == 0 && n > 0 {
@@ -418,7 +418,7 @@ func (p procPane) View() string {
 		case p.mineOnly:
 			msg = "none of your processes is on these GPUs"
 		}
-		b.WriteString(p.st.Dim.Render(fit("  "+msg, p.width)))
+		b.WriteString(p.st.pDim.on(fit("  "+msg, p.width)))
 	}
 	for i := p.off; i < len(p.rows) && i < p.off+n; i++ {
 		b.WriteString("\n")
@@ -432,18 +432,18 @@ func (p procPane) View() string {
 		line = fit(line, p.width)
 		switch {
 		case i == p.sel && p.focused:
-			line = p.st.Selected.Render(line)
+			line = p.st.pSelected.on(line)
 		case r.kind == rowUnattr:
-			line = p.st.Unattr.Render(line)
+			line = p.st.pUnattr.on(line)
 		case r.kind == rowProc && r.proc.Exited:
-			line = p.st.Exited.Render(line)
+			line = p.st.pExited.on(line)
 		case r.mine:
-			line = p.st.Mine.Render(line)
+			line = p.st.pMine.on(line)
 		case r.kind == rowProc || r.kind == rowUser:
-			line = p.st.Others.Render(line)
+			line = p.st.pOthers.on(line)
 		}
 		if i == p.sel && !p.focused {
-			line = p.st.Cursor.Render(line)
+			line = p.st.pCursor.on(line)
 		}
 		b.WriteString(line)
 	}

@@ -35,6 +35,11 @@ type Styles struct {
 	Reserved  lipgloss.Style // reserved part of a memory bar
 	Free      lipgloss.Style // free part of a memory bar
 
+	// Paints of the styles applied per row or per cell (see paint).
+	pMine, pOthers, pExited, pUnattr, pSelected, pCursor, pColHeader, pDim paint
+	pReserved, pFree                                                       paint
+	pSev                                                                   [3]paint
+
 	sev      [3]lipgloss.Style
 	sevBadge [3]lipgloss.Style
 	plotSev  [3]asciigraph.AnsiColor
@@ -90,6 +95,12 @@ func NewStyles(isDark, noColor bool) Styles {
 		s.sevBadge[i] = lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(col)
 	}
 	s.sev[advisor.Crit] = s.sev[advisor.Crit].Bold(true)
+	s.pMine, s.pOthers, s.pExited, s.pUnattr = paintOf(s.Mine), paintOf(s.Others), paintOf(s.Exited), paintOf(s.Unattr)
+	s.pSelected, s.pCursor, s.pColHeader, s.pDim = paintOf(s.Selected), paintOf(s.Cursor), paintOf(s.ColHeader), paintOf(s.Dim)
+	s.pReserved, s.pFree = paintOf(s.Reserved), paintOf(s.Free)
+	for i := range s.sev {
+		s.pSev[i] = paintOf(s.sev[i])
+	}
 	if noColor {
 		s.plotSev = [3]asciigraph.AnsiColor{asciigraph.Default, asciigraph.Default, asciigraph.Default}
 	} else {
