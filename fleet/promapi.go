@@ -75,22 +75,28 @@ type point struct {
 }
 
 func (p *point) UnmarshalJSON(b []byte) error {
-	var raw [2]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+	// [1764417600.781,"123.5"]: parsed by hand, it is most of an answer.
+	s := strings.TrimSpace(string(b))
+	if len(s) < 5 || s[0] != '[' || s[len(s)-1] != ']' {
+		return fmt.Errorf("sample %s: want [time, \"value\"]", s)
 	}
-	if err := json.Unmarshal(raw[0], &p.t); err != nil {
-		return err
+	ts, vs, ok := strings.Cut(s[1:len(s)-1], ",")
+	if !ok {
+		return fmt.Errorf("sample %s: want [time, \"value\"]", s)
 	}
-	var s string
-	if err := json.Unmarshal(raw[1], &s); err != nil {
-		return err
-	}
-	v, err := strconv.ParseFloat(s, 64)
+	t, err := strconv.ParseFloat(strings.TrimSpace(ts), 64)
 	if err != nil {
-		return err
+		return fmt.Errorf("sample %s: %v", s, err)
 	}
-	p.v = v
+	vs, err = strconv.Unquote(strings.TrimSpace(vs))
+	if err != nil {
+		return fmt.Errorf("sample %s: %v", s, err)
+	}
+	v, err := strconv.ParseFloat(vs, 64)
+	if err != nil {
+		return fmt.Errorf("sample %s: %v", s, err)
+	}
+	p.t, p.v = t, v
 	return nil
 }
 

@@ -21,12 +21,17 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// The instant queries of each tick: vramtop's device series, its processes,
-// dcgm-exporter's series. They run concurrently.
+// The instant queries of each tick; they run concurrently. Only the totals
+// carry every label of a device (its name, UUID, PCI bus): the other series
+// are aggregated down to the labels that identify a device, which keeps the
+// answers (and their decoding, most of a tick's cost) small.
 const (
-	QueryDevices = `{__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up"}`
-	QueryProcs   = exporter.ProcessMemory
-	QueryDCGM    = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"}`
+	QueryDevices = `vramtop_gpu_memory_total_bytes`
+	QueryValues  = `max by (__name__, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up"})`
+	QueryProcs   = `max by (Hostname, gpu, GPU_I_ID, pid, user, command, type) (vramtop_process_gpu_memory_bytes)`
+	// dcgm-exporter's series of the devices vramtop does not export: a
+	// host running both is read from vramtop alone.
+	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
 )
 
 // MaxBackfillPoints bounds the points per device of the history range
@@ -225,7 +230,7 @@ func (s *Source) Devices() int { return len(s.cur) }
 func (s *Source) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
-	queries := []string{QueryDevices, QueryProcs, QueryDCGM}
+	queries := []string{QueryDevices, QueryValues, QueryProcs, QueryDCGM}
 	results := make([][]Sample, len(queries))
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
@@ -240,7 +245,7 @@ func (s *Source) refresh() error {
 			return err
 		}
 	}
-	s.build(results[0], results[1], results[2])
+	s.build(slices.Concat(results[0], results[1]), results[2], results[3])
 	return nil
 }
 

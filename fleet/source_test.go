@@ -112,7 +112,7 @@ func (f *fakeProm) fleet(usedA uint64) {
 	h100 := []string{"Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "modelName", "NVIDIA H100 80GB HBM3"}
 	a100 := []string{"Hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "modelName", "NVIDIA A100-SXM4-80GB"}
 	mig := append(append([]string{}, a100...), "GPU_I_ID", "2", "GPU_I_PROFILE", "3g.40gb", "UUID", "MIG-a1-2")
-	f.set(QueryDevices,
+	f.setDevices(
 		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", h100...), 80 * gib},
 		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", h100...), float64(usedA)},
 		fakeSeries{lbl("vramtop_gpu_memory_free_bytes", h100...), float64(80*gib - 616*mib - usedA)},
@@ -140,6 +140,21 @@ func (f *fakeProm) fleet(usedA uint64) {
 		fakeSeries{lbl("DCGM_FI_DEV_FB_RESERVED", b0...), 335},
 		fakeSeries{lbl("DCGM_FI_DEV_GPU_UTIL", b0...), 73},
 	)
+}
+
+// setDevices answers the totals query with the totals among s and the
+// values query with the rest.
+func (f *fakeProm) setDevices(s ...fakeSeries) {
+	var totals, values []fakeSeries
+	for _, x := range s {
+		if x.labels["__name__"] == "vramtop_gpu_memory_total_bytes" {
+			totals = append(totals, x)
+		} else {
+			values = append(values, x)
+		}
+	}
+	f.set(QueryDevices, totals...)
+	f.set(QueryValues, values...)
 }
 
 type clock struct{ t time.Time }
@@ -341,7 +356,7 @@ func TestFleetBackfillsHistory(t *testing.T) {
 func TestFleetStaleExporter(t *testing.T) {
 	fp := newFakeProm()
 	fp.fleet(20 * gib)
-	fp.series[QueryDevices] = append(fp.series[QueryDevices][:len(fp.series[QueryDevices])-1],
+	fp.series[QueryValues] = append(fp.series[QueryValues][:len(fp.series[QueryValues])-1],
 		fakeSeries{lbl("vramtop_up", "Hostname", "hostA"), 0})
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
