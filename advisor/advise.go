@@ -92,43 +92,50 @@ type adviser struct {
 func (a *adviser) advice(f *finding) Advice {
 	adv := Advice{Rule: f.Rule, Severity: f.Severity, Title: f.Message, PID: f.PID}
 	switch f.Rule {
-	case RuleThreshold, RuleTimeToFull:
+	case RuleThreshold:
 		subject := a.subject()
 		if subject < 0 || a.sized {
 			break
 		}
 		a.sized = true
 		p := &a.d.Processes[subject]
-		short := uint64(0)
-		if f.Rule == RuleThreshold {
-			short = f.shortfall
+		adv.Shortfall = f.shortfall
+		adv.Remedies, adv.Detail = processRemedies(p, f.shortfall)
+		if f.shortfall > 0 {
+			adv.Detail += fmt.Sprintf(" %s must go to get back under the %s warning line.", FormatBytes(f.shortfall), pct(a.cfg.Thresholds.Warn))
 		}
-		adv.Shortfall = short
-		adv.Remedies, adv.Detail = processRemedies(p, short)
-		if f.Rule == RuleThreshold && short > 0 {
-			adv.Detail += fmt.Sprintf(" %s must go to get back under the %s warning line.", FormatBytes(short), pct(a.cfg.Thresholds.Warn))
+		adv.Remedies = append(adv.Remedies, a.tenantRemedies(p)...)
+	case RuleTimeToFull:
+		adv.Detail = fmt.Sprintf("A straight-line fit over the last %s of %s's used memory projects it full in %s.",
+			durText(a.cfg.TrendWindow), gpuName(a.d), minutesText(f.ETA))
+		var p *sampler.Process
+		if g := a.grower(); g >= 0 {
+			p = &a.d.Processes[g]
+			adv.Detail += fmt.Sprintf(" %s grows the most; memory that keeps growing is a leak or a cache without a bound (a list of tensors, a KV cache), not a model too big for the card.", procLabel(p))
 		}
-		if f.Rule == RuleTimeToFull {
-			adv.Detail = fmt.Sprintf("A straight-line fit over the last %s of %s's used memory projects it full in %s. ",
-				durText(a.cfg.TrendWindow), gpuName(a.d), minutesText(f.ETA)) + adv.Detail
-		}
-		adv.Remedies = append(adv.Remedies, a.tenantRemedies()...)
+		adv.Remedies = append(HabitRemedies(), a.tenantRemedies(p)...)
 	case RuleSpikeHeadroom:
 		p := &a.d.Processes[f.proc]
 		adv.Shortfall = f.shortfall
 		adv.Remedies, adv.Detail = processRemedies(p, f.shortfall)
 		a.sized = a.sized || f.proc == a.subject()
 		adv.Detail = fmt.Sprintf("Its peak needs %s more than is free now; other processes took the room since. ", FormatBytes(f.shortfall)) + adv.Detail
-		adv.Remedies = append(adv.Remedies, a.tenantRemedies()...)
+		adv.Remedies = append(adv.Remedies, a.tenantRemedies(p)...)
 	case RuleLeakSuspect:
 		adv.Detail = "Memory that grows step after step is a leak, not a model too big for the card: tensors kept in a list, a loss logged as a tensor (keeping its graph), a cache without a bound. Restarting only postpones the out-of-memory error."
 		adv.Remedies = HabitRemedies()
 	case RuleOtherTenants:
 		adv.Detail = "A job that fitted yesterday can run out of memory today because someone else now holds memory on the same card."
-		adv.Remedies = a.tenantRemedies()
+		var mine *sampler.Process
+		if s := a.subject(); s >= 0 {
+			mine = &a.d.Processes[s]
+		}
+		adv.Remedies = a.tenantRemedies(mine)
 	case RuleUnattributed:
 		adv.Detail = "vramtop names the processes of its own PID namespace; run it in the host's (on the host, or docker run --pid=host) to name the others. nvidia-smi on the host names them too."
-		adv.Remedies = TenantRemedies(f.Bytes, a.freerValue())
+		if f.Severity > Info { // near full: the memory matters
+			adv.Remedies = TenantRemedies(f.Bytes, a.freerValue())
+		}
 	case RuleIdleHolder:
 		p := &a.d.Processes[f.proc]
 		if a.cfg.User != "" && p.User == a.cfg.User {
@@ -180,12 +187,37 @@ func (a *adviser) subject() int {
 	return best
 }
 
-// othersHold is what live processes other than the subject's user's hold,
-// with the unattributed memory.
-func (a *adviser) othersHold() uint64 {
+// grower is the target process, else the live process whose memory grew
+// the most over the trend window; -1 when none grew.
+func (a *adviser) grower() int {
+	if a.pj >= 0 {
+		return a.pj
+	}
+	from := a.snap.Time.Add(-a.cfg.TrendWindow)
+	best, bestRate := -1, 0.0
+	for j := range a.d.Processes {
+		p := &a.d.Processes[j]
+		if p.Exited {
+			continue
+		}
+		if r := growthRate(p.History.Since(from)); r > bestRate {
+			best, bestRate = j, r
+		}
+	}
+	return best
+}
+
+// othersHold is what the live processes of users other than owner hold
+// (those over the tenant floor, and those of other PID namespaces), with
+// the unattributed memory over its floor.
+func (a *adviser) othersHold(owner string) uint64 {
 	var held uint64
 	for j := range a.d.Processes {
-		if p := &a.d.Processes[j]; isTenant(p, a.cfg) {
+		p := &a.d.Processes[j]
+		if p.Exited || p.UsedBytes == nil || p.Used() < a.cfg.TenantFloor {
+			continue
+		}
+		if !p.Visible || p.User != owner {
 			held += p.Used()
 		}
 	}
@@ -204,9 +236,15 @@ func (a *adviser) freerValue() string {
 	return ""
 }
 
-// tenantRemedies are the remedies for memory others hold, when they hold any.
-func (a *adviser) tenantRemedies() []RemedyEstimate {
-	held := a.othersHold()
+// tenantRemedies are the remedies for memory that others than p's owner
+// hold on the card (p nil: the user's point of view), when they hold any
+// or a freer GPU exists; the example command is p's.
+func (a *adviser) tenantRemedies(p *sampler.Process) []RemedyEstimate {
+	owner := a.cfg.User
+	if p != nil && p.User != "" {
+		owner = p.User
+	}
+	held := a.othersHold(owner)
 	v := a.freerValue()
 	if held == 0 && v == "" {
 		return nil
@@ -215,6 +253,11 @@ func (a *adviser) tenantRemedies() []RemedyEstimate {
 	for _, r := range TenantRemedies(held, v) {
 		if held == 0 && strings.Contains(r.How, "vramtop shows who holds") {
 			continue // nobody to ask
+		}
+		if p != nil && p.Visible {
+			if c := shortCommand(p.Command); c != "" {
+				r.How = strings.ReplaceAll(r.How, "python train.py", c)
+			}
 		}
 		out = append(out, r)
 	}

@@ -198,3 +198,28 @@ func TestAdviseSpikeNamesTheShortfall(t *testing.T) {
 		t.Errorf("mixed precision covers the shortfall: %+v", mp)
 	}
 }
+
+func TestAdviseTimeToFullPointsAtTheGrowth(t *testing.T) {
+	grow := withHistory(synProc(7, "carol", "python serve.py", 0), time.Second, synRamp(601, 10*oneGiB, int64(oneGiB/60)))
+	flat := withHistory(synProc(8, "dave", "python -m ipykernel_launcher", 0), time.Second, synFlat(601, 60*oneGiB))
+	used := grow.Used() + flat.Used()
+	d := synDev("1", synTotal, used, grow, flat)
+	d.History = synSeries(synNow, time.Second, synRamp(601, used-10*oneGiB, int64(oneGiB/60)))
+	s := synSnap(d, synDev("2", synTotal, 0))
+	a := adviceOf(Advise(s, Target{DeviceID: "1"}, Config{User: "alice"}), RuleTimeToFull)
+	if a == nil {
+		t.Fatal("no time_to_full advice")
+	}
+	mustContain(t, "detail", a.Detail, "PID 7 (carol, python serve.py) grows the most", "leak")
+	if remedyNamed(a.Remedies, "halve the batch size") != nil {
+		t.Errorf("a smaller batch does not stop growth: %+v", a.Remedies)
+	}
+	if r := remedyNamed(a.Remedies, "keep no memory alive"); r == nil {
+		t.Errorf("no habits against growth: %+v", a.Remedies)
+	}
+	// carol's job's tenants are dave's 60 GiB; the freest card is GPU 2.
+	g := remedyNamed(a.Remedies, "use a freer GPU")
+	if g == nil || g.How != "CUDA_VISIBLE_DEVICES=2 python serve.py" || g.SavingBytes != 60*oneGiB {
+		t.Errorf("freer GPU remedy %+v", g)
+	}
+}
