@@ -1,0 +1,106 @@
+package ui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEndToEndTmux runs `vramtop --demo` in a real terminal (a tmux pane)
+// and looks at the screen: GPUs, bars, processes, help, a resize to 60×15
+// and back, and q restoring the terminal within a second.
+func TestEndToEndTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "vramtop")
+	build := exec.Command("go", "build", "-o", bin, "..")
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+
+	// A tmux server of our own, so nothing else is touched.
+	sock := fmt.Sprintf("vramtop-e2e-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "sh")
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	tmux("set-option", "-g", "window-size", "manual")
+
+	capture := func() string { return tmux("capture-pane", "-p", "-t", "e2e") }
+	waitFor := func(what string, limit time.Duration, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for {
+			s := capture()
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not seen within %v; screen:\n%s", what, limit, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	has := func(subs ...string) func(string) bool {
+		return func(s string) bool {
+			for _, x := range subs {
+				if !strings.Contains(s, x) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	tmux("send-keys", "-t", "e2e", "TERM=xterm-256color "+bin+" --demo; echo vramtop-exited-$?", "Enter")
+	s := waitFor("GPUs, bars and processes", 10*time.Second, has("H100", "H200", "█", "PID", "python train.py", "DEMO"))
+	if strings.Count(s, "\n") < 29 {
+		t.Errorf("the screen should fill 30 lines:\n%s", s)
+	}
+
+	tmux("send-keys", "-t", "e2e", "?")
+	waitFor("help", 2*time.Second, has("filter by user or command", "reserved"))
+	tmux("send-keys", "-t", "e2e", "?")
+	waitFor("back from help", 2*time.Second, has("H100", "PID"))
+
+	tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "15")
+	small := waitFor("the 60×15 screen", 2*time.Second, func(s string) bool {
+		return strings.Contains(s, "GPU") || strings.Contains(s, "too small")
+	})
+	for i, l := range strings.Split(strings.TrimRight(small, "\n"), "\n") {
+		if n := len([]rune(l)); n > 60 {
+			t.Errorf("line %d is %d wide at 60×15: %q", i, n, l)
+		}
+	}
+	tmux("resize-window", "-t", "e2e", "-x", "100", "-y", "30")
+	waitFor("the 100×30 screen again", 2*time.Second, has("H100", "PID", "python train.py"))
+
+	start := time.Now()
+	tmux("send-keys", "-t", "e2e", "q")
+	waitFor("exit after q", time.Second, has("vramtop-exited-0"))
+	t.Logf("q exited in %v", time.Since(start).Round(time.Millisecond))
+	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {
+		t.Errorf("still in the alternate screen after exit (alternate_on=%s)", alt)
+	}
+	if mouse := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{mouse_any_flag}#{mouse_button_flag}")); mouse != "00" {
+		t.Errorf("mouse reporting left on after exit (%s)", mouse)
+	}
+	if cur := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{cursor_flag}")); cur != "1" {
+		t.Errorf("cursor hidden after exit (cursor_flag=%s)", cur)
+	}
+}
