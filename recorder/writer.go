@@ -63,6 +63,8 @@ type Writer struct {
 	dirty bool
 	flush time.Time
 	err   error
+	// created: this writer made the file; wrote: it wrote a line to it.
+	created, wrote bool
 }
 
 // Open opens (creating or appending to) the recording at opts.Path. A file
@@ -89,6 +91,7 @@ func Open(opts Options) (*Writer, error) {
 	if err := w.openFile(); err != nil {
 		return nil, err
 	}
+	w.created = w.size == 0
 	return w, nil
 }
 
@@ -221,7 +224,7 @@ func (w *Writer) writeLine(v any) error {
 		w.err = fmt.Errorf("writing %s: %w", w.opts.Path, err)
 		return w.err
 	}
-	w.dirty = true
+	w.dirty, w.wrote = true, true
 	return nil
 }
 
@@ -256,6 +259,10 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	err := w.closeFile()
+	if w.created && !w.wrote {
+		// Nothing recorded (the job did not start): leave no empty file.
+		os.Remove(w.opts.Path)
+	}
 	if w.err != nil {
 		return w.err
 	}

@@ -1,0 +1,241 @@
+package jobrun_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/jobrun"
+	"github.com/vramtop/vramtop/replay"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+// vramtop builds the command once, for the tests that run it as a user
+// would.
+func vramtop(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the vramtop binary")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vramtop-jobrun-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "vramtop")
+		cmd := exec.Command("go", "build", "-o", binPath, "..")
+		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// runWithin runs cmd, killing it after limit.
+func runWithin(t *testing.T, cmd *exec.Cmd, limit time.Duration) int {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCode(err)
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		t.Fatalf("%v still running after %v", cmd.Args, limit)
+	}
+	return -1
+}
+
+const oomScript = `#!/bin/sh
+echo "epoch 1"
+sleep 1.2
+cat >&2 <<'EOF'
+[rank0]: Traceback (most recent call last):
+[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process has 137.90 GiB memory in use. Of the allocated memory 135.20 GiB is allocated by PyTorch, and 1.10 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+EOF
+exit 1
+`
+
+func TestRunOOMChildReport(t *testing.T) {
+	bin := vramtop(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "train.sh")
+	os.WriteFile(script, []byte(oomScript), 0o755)
+	rec := filepath.Join(dir, "job.jsonl.gz")
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--demo", "--interval", "100ms", "--record", rec, "--", script)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if code := runWithin(t, cmd, 30*time.Second); code != 1 {
+		t.Errorf("exit status %d, want the child's 1; stderr:\n%s", code, stderr.String())
+	}
+	if stdout.String() != "epoch 1\n" {
+		t.Errorf("the child's stdout came through as %q", stdout.String())
+	}
+	out := stderr.String()
+	for _, want := range []string{
+		"CUDA out of memory. Tried to allocate 4.00 GiB", // the child's own stderr, passed through
+		"exited with status 1",
+		"GPU 2 (NVIDIA H200",
+		"job peak",
+		"least headroom",
+		"Out of memory, from the job's stderr",
+		"expandable_segments:True",
+		"┤",
+		"recorded to " + rec,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	// The recording made meanwhile replays, with the job on GPU 2.
+	r, err := replay.Load([]string{rec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := 0; i < r.Len(); i++ {
+		for _, p := range r.Snapshot(i).Devices[2].Processes {
+			found = found || strings.Contains(p.Command, "train.sh")
+		}
+	}
+	if !found {
+		t.Error("the job is not in the recording")
+	}
+}
+
+func TestRunReportJSON(t *testing.T) {
+	bin := vramtop(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "train.sh")
+	os.WriteFile(script, []byte(oomScript), 0o755)
+	reportFile := filepath.Join(dir, "report.json")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--demo", "--interval", "100ms", "--report", "json", "--report-file", reportFile, "--", script)
+	cmd.Stderr = &stderr
+	if code := runWithin(t, cmd, 30*time.Second); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	data, err := os.ReadFile(reportFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jobrun.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, data)
+	}
+	if r.ExitCode != 1 || len(r.GPUs) != 1 || r.GPUs[0].PeakBytes == 0 || r.OOM == nil || !r.OOM.Found || r.Timeline == nil {
+		t.Errorf("report: %s", data)
+	}
+	if !strings.Contains(string(data), `"diagnosis"`) {
+		t.Errorf("no diagnosis in the JSON report: %s", data)
+	}
+}
+
+func TestRunForwardsSIGTERM(t *testing.T) {
+	bin := vramtop(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "got")
+	ready := filepath.Join(dir, "ready")
+	for _, c := range []struct {
+		name   string
+		script string
+		code   int
+	}{
+		// The child catches it and exits with its own status.
+		{"caught", `trap 'echo TERM > ` + marker + `; exit 5' TERM; touch ` + ready + `; while :; do sleep 0.05; done`, 5},
+		// The child dies of it: 128+15.
+		{"uncaught", `touch ` + ready + `; exec sleep 30`, 128 + 15},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(ready)
+			var stderr bytes.Buffer
+			cmd := exec.Command(bin, "run", "--demo", "--interval", "100ms", "--", "sh", "-c", c.script)
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the child never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cmd.Process.Signal(syscall.SIGTERM) // to vramtop run, not the child
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if code := exitCode(err); code != c.code {
+					t.Errorf("exit status %d, want %d; stderr:\n%s", code, c.code, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("vramtop run still running 10 s after SIGTERM")
+			}
+			if c.name == "caught" {
+				if b, _ := os.ReadFile(marker); string(b) != "TERM\n" {
+					t.Errorf("the child did not get SIGTERM")
+				}
+			} else if !strings.Contains(stderr.String(), "was killed by SIGTERM") {
+				t.Errorf("report: %s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	bin := vramtop(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"run", "--demo", "--", "/nonexistent/cmd"}, 127, "no such file"},
+		{[]string{"run", "--demo"}, 2, "name the command"},
+		{[]string{"run", "--demo", "--report", "xml", "--", "true"}, 2, "--report"},
+		{[]string{"run", "--demo", "--record", "/nonexistent/dir/x.jsonl", "--", "true"}, 1, "no such file"},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if code := exitCode(err); code != c.code || len(lines) != 1 || !strings.Contains(string(out), c.msg) {
+			t.Errorf("vramtop %v: exit %d, output %q; want %d and one line about %q", c.args, code, out, c.code, c.msg)
+		}
+	}
+}
