@@ -320,16 +320,13 @@ func footerWord(b key.Binding) string {
 
 // helpView lists every key and what the screen's marks mean.
 func (m *Model) helpView() string {
-	var cols []string
+	var lines []string
 	for _, g := range m.keys.helpGroups() {
-		var lines []string
 		for _, b := range g {
-			if !b.Enabled() {
-				continue
+			if b.Enabled() {
+				lines = append(lines, m.st.Accent.Render(fit(b.Help().Key, 9))+" "+b.Help().Desc)
 			}
-			lines = append(lines, m.st.Accent.Render(fit(b.Help().Key, 9))+" "+b.Help().Desc)
 		}
-		cols = append(cols, strings.Join(lines, "\n"))
 	}
 	th := m.opts.Thresholds
 	legend := strings.Join([]string{
@@ -342,19 +339,25 @@ func (m *Model) helpView() string {
 		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
 	}, "\n")
 	title := m.st.Title.Render(m.title()+" — keys") + m.st.Dim.Render("   (? or esc to close)")
-	var grid string
+	// As many columns of keys as the width takes.
 	colW := 0
-	for _, c := range cols {
-		colW = max(colW, lipgloss.Width(c))
+	for _, l := range lines {
+		colW = max(colW, lipgloss.Width(l))
 	}
-	if (colW+3)*len(cols) <= m.width {
-		styled := make([]string, len(cols))
-		for i, c := range cols {
-			styled[i] = lipgloss.NewStyle().Width(colW + 3).Render(c)
+	ncol := clamp(m.width/(colW+3), 1, 4)
+	rows := (len(lines) + ncol - 1) / ncol
+	var cols []string
+	for c := 0; c < ncol; c++ {
+		lo, hi := c*rows, min((c+1)*rows, len(lines))
+		if lo >= hi {
+			break
 		}
-		grid = lipgloss.JoinHorizontal(lipgloss.Top, styled...)
-	} else {
-		grid = strings.Join(cols, "\n")
+		col := make([]string, 0, rows)
+		for _, l := range lines[lo:hi] {
+			col = append(col, fit(l, colW+3))
+		}
+		cols = append(cols, strings.Join(col, "\n"))
 	}
+	grid := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
 	return title + "\n\n" + grid + "\n\n" + legend
 }

@@ -123,10 +123,14 @@ func severity(pct float64, th advisor.Thresholds) advisor.Severity {
 	return advisor.Info
 }
 
-// deviceLabel is the short name of a device in tables: its ID ("0", "0/3",
-// or "host:0" in a fleet).
+// deviceLabel is the short name of a device in tables: its ID ("0", "0/3"),
+// without the host prefix of a fleet's IDs.
 func deviceLabel(d sampler.Device) string {
 	if d.ID != "" {
+		// In a fleet the host is said once, above its GPUs.
+		if d.Hostname != "" && strings.HasPrefix(d.ID, d.Hostname+":") {
+			return d.ID[len(d.Hostname)+1:]
+		}
 		return d.ID
 	}
 	return fmt.Sprint(d.Index)

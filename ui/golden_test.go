@@ -116,3 +116,15 @@ func TestWriteTableOddSnapshots(t *testing.T) {
 		}
 	}
 }
+
+func TestGoldenFleet(t *testing.T) {
+	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a", "node-b", "node-c"}}
+	snap := fixture(t, src, 10*time.Minute)
+	snap.Devices[2].MemoryUsed = snap.Devices[2].MemoryTotal * 97 / 100 // node-b:0
+	snap.Devices[5].Err = "no data from this host for 2m"
+	m, _ := newTestModel(Options{User: testUser, Title: "vramtop fleet"})
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
+	golden(t, "fleet_120x40", screenText(m))
+	keys(m, "enter")
+	golden(t, "fleet_120x40_host", screenText(m))
+}

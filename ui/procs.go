@@ -243,11 +243,12 @@ func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
 		}
 		a := by[name]
 		if a == nil {
-			a = &acc{row: procRow{kind: rowUser, user: name, mine: r.mine, hasBytes: true}, gpus: map[string]bool{}}
+			a = &acc{row: procRow{kind: rowUser, user: name, mine: r.mine}, gpus: map[string]bool{}}
 			by[name] = a
 			order = append(order, name)
 		}
 		a.row.bytes += r.bytes
+		a.row.hasBytes = a.row.hasBytes || r.hasBytes
 		a.row.peak += r.proc.PeakBytes
 		if r.kind == rowProc {
 			a.row.nprocs++
@@ -535,8 +536,12 @@ func (p procPane) groupLine(r procRow, c columns) string {
 	if r.peak > 0 {
 		peak = p.size(r.peak, c)
 	}
+	mem, pct := na, ""
+	if r.hasBytes {
+		mem, pct = p.size(r.bytes, c), fmtPct(r.pct)
+	}
 	return marker + fit(r.user, 18) + " " + fitRight(strconv.Itoa(r.nprocs), 5) + " " + fitRight(strconv.Itoa(r.ngpus), 4) + " " +
-		fitRight(p.size(r.bytes, c), c.mem) + " " + fitRight(fmtPct(r.pct), c.pct) + " " + fitRight(peak, c.peak) + " " + r.top
+		fitRight(mem, c.mem) + " " + fitRight(pct, c.pct) + " " + fitRight(peak, c.peak) + " " + r.top
 }
 
 // shortContainer shortens a container ID to 12 characters, as docker does.
