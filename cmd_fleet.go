@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/user"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
@@ -102,10 +103,15 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	err = ui.Run(ctx, snaps, ui.Options{
+	opts := ui.Options{
 		Thresholds: th,
 		Version:    version,
-	})
+		Title:      "vramtop fleet",
+	}
+	if u, err := user.Current(); err == nil {
+		opts.User = u.Username
+	}
+	err = ui.Run(ctx, snaps, opts)
 	cancel()
 	<-done
 	if err != nil {
