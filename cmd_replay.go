@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/replay"
+	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui"
+)
+
+func init() {
+	register("replay", "replay a recording in the live view, or print one moment of it", runReplay)
+}
+
+// The player is what the live view's replay keys drive.
+var _ ui.ReplayControl = (*replay.Player)(nil)
+
+// maxReplayWarnings bounds the damaged-line warnings printed one by one.
+const maxReplayWarnings = 20
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vramtop replay", flag.ContinueOnError)
+	once := fs.Bool("once", false, "print the snapshot at --at (default: the end) as a table and exit")
+	asJSON := fs.Bool("json", false, "with --once: print the snapshot as the --once --json document")
+	at := fs.String("at", "", "the `moment`: 03:12:00 (on the recording's day), 2026-03-14 03:12:00, RFC 3339, +1h5m from the start, -10m from the end, start, end")
+	th := advisor.DefaultThresholds()
+	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
+	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n")
+		fs.PrintDefaults()
+	}
+	files, code, ok := parseInterspersed(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "vramtop replay: name the recording to replay (vramtop replay FILE)")
+		return exitUsage
+	}
+	if err := th.Validate(); err != nil {
+		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		*once = true
+	}
+	var warns []replay.Warning
+	rec, err := replay.Load(files, func(w replay.Warning) { warns = append(warns, w) })
+	for i, w := range warns {
+		if i == maxReplayWarnings {
+			fmt.Fprintf(stderr, "vramtop replay: … and %d more damaged lines skipped\n", len(warns)-i)
+			break
+		}
+		fmt.Fprintf(stderr, "vramtop replay: warning: %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+		return 1
+	}
+	var moment time.Time
+	if *at != "" {
+		if moment, err = replay.ParseMoment(*at, rec); err != nil {
+			fmt.Fprintf(stderr, "vramtop replay: --at %v\n", err)
+			return exitUsage
+		}
+	}
+	if !*once && !isTerminal(stdout) {
+		*once = true
+	}
+	if *once {
+		i := rec.Len() - 1
+		if !moment.IsZero() {
+			i = rec.Index(moment)
+		}
+		snap := rec.Snapshot(i)
+		if *asJSON {
+			err = writeJSON(stdout, snap)
+		} else {
+			err = ui.WriteTable(stdout, snap, th)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := replay.NewPlayer(rec, moment, moment.IsZero())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	me := ""
+	if u, err := user.Current(); err == nil {
+		me = u.Username
+	}
+	if first := rec.Snapshot(0); first.Demo {
+		me = sampler.DemoUser
+	}
+	err = ui.Run(ctx, p.Snapshots(), ui.Options{
+		Thresholds: th,
+		Version:    version,
+		User:       me,
+		Replay:     p,
+		Title:      "vramtop replay " + filepath.Base(files[len(files)-1]),
+		// The stale check follows the replayed clock, not the wall clock.
+		Now: func() time.Time { t, _, _ := p.Position(); return t },
+	})
+	cancel()
+	<-done
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the positional arguments ("replay FILE --once --json"); "--" ends the
+// flags.
+func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) (pos []string, code int, ok bool) {
+	for {
+		if code, ok := parse(fs, args, stderr); !ok {
+			return nil, code, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
