@@ -46,6 +46,7 @@ const (
 	MemoryUnattributed = "vramtop_gpu_memory_unattributed_bytes"
 	Utilization        = "vramtop_gpu_utilization_ratio"
 	ProcessMemory      = "vramtop_process_gpu_memory_bytes"
+	ProcessUnknown     = "vramtop_process_gpu_memory_unknown"
 	Alert              = "vramtop_alert"
 	BuildInfo          = "vramtop_build_info"
 	Up                 = "vramtop_up"
@@ -263,7 +264,7 @@ func (c *Collector) collectDevice(ch chan<- prometheus.Metric, d sampler.Device,
 	gpu := ls[0]
 	seen := map[uint32]bool{}
 	for _, p := range d.Processes {
-		if p.Exited || p.UsedBytes == nil || seen[p.PID] {
+		if p.Exited || seen[p.PID] {
 			continue
 		}
 		seen[p.PID] = true
@@ -273,6 +274,12 @@ func (c *Collector) collectDevice(ch chan<- prometheus.Metric, d sampler.Device,
 			pl = append(pl, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)})
 		}
 		pl = append(pl, label{LabelHostname, host})
+		if p.UsedBytes == nil {
+			// Its memory is counted in used, but nobody can say how
+			// much is its: vramtop shows n/a, and no unattributed.
+			ch <- gauge(ProcessUnknown, "1 for a process the driver lists on a device without saying how much memory it uses.", 1, pl)
+			continue
+		}
 		ch <- gauge(ProcessMemory, "GPU memory a process uses on a device (its CUDA context included), in bytes.", float64(*p.UsedBytes), pl)
 	}
 }

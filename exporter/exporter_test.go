@@ -177,6 +177,16 @@ vramtop_process_gpu_memory_bytes{GPU_I_ID="3",Hostname="node7",UUID="MIG-dddd",c
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), ProcessMemory); err != nil {
 		t.Fatal(err)
 	}
+	// A process whose memory the driver does not report is listed apart,
+	// never as 0 bytes.
+	unknown := `
+# HELP vramtop_process_gpu_memory_unknown 1 for a process the driver lists on a device without saying how much memory it uses.
+# TYPE vramtop_process_gpu_memory_unknown gauge
+vramtop_process_gpu_memory_unknown{Hostname="node7",UUID="GPU-aaaa",command="python",gpu="0",pid="78",type="graphics",user="bob"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(unknown), ProcessUnknown); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLostGPUHasNoSeries(t *testing.T) {

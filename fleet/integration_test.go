@@ -36,6 +36,9 @@ type demoRange struct {
 	total            uint64
 	minUsed, maxUsed uint64
 	hasReserved      bool
+	// hasUnattributed: whether vramtop on the host itself can say how much
+	// memory no process accounts for (not when a process's is unknown).
+	hasUnattributed bool
 }
 
 func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
@@ -62,6 +65,15 @@ func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
 			r.minUsed, r.maxUsed = min(r.minUsed, m.Used), max(r.maxUsed, m.Used)
 			exp[id] = r
 		}
+	}
+	s, err := sampler.New(sampler.NewDemo(start), sampler.Config{Now: func() time.Time { return start }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Once().Devices {
+		r := exp[d.ID]
+		r.hasUnattributed = d.Unattributed != nil
+		exp[d.ID] = r
 	}
 	return exp
 }
@@ -152,6 +164,9 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 			}
 			if d.MemoryUsed < want.minUsed || d.MemoryUsed > want.maxUsed {
 				t.Errorf("%s:%s: memory_used %d outside the demo's [%d, %d]", h, id, d.MemoryUsed, want.minUsed, want.maxUsed)
+			}
+			if (d.Unattributed != nil) != want.hasUnattributed {
+				t.Errorf("%s:%s: unattributed known %v, on the host %v", h, id, d.Unattributed != nil, want.hasUnattributed)
 			}
 			if (d.MemoryReserved != nil) != want.hasReserved {
 				t.Errorf("%s:%s: reserved present %v, the demo's %v", h, id, d.MemoryReserved != nil, want.hasReserved)

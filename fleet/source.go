@@ -28,7 +28,7 @@ import (
 const (
 	QueryDevices = `vramtop_gpu_memory_total_bytes`
 	QueryValues  = `max by (__name__, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up"})`
-	QueryProcs   = `max by (Hostname, gpu, GPU_I_ID, pid, user, command, type) (vramtop_process_gpu_memory_bytes)`
+	QueryProcs   = `max by (__name__, Hostname, gpu, GPU_I_ID, pid, user, command, type) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})`
 	// dcgm-exporter's series of the devices vramtop does not export: a
 	// host running both is read from vramtop alone.
 	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
@@ -418,8 +418,13 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 			continue
 		}
 		user := smp.Metric["user"]
+		known := smp.Metric["__name__"] != exporter.ProcessUnknown
+		var used uint64
+		if known {
+			used = bytesOf(smp.Value)
+		}
 		s.procs = append(s.procs, procData{dev: k.id(), p: sampler.ProcSample{
-			PID: uint32(pid), UsedBytes: bytesOf(smp.Value), HasUsed: true,
+			PID: uint32(pid), UsedBytes: used, HasUsed: known,
 			Type: smp.Metric["type"], User: user, Command: smp.Metric["command"],
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.

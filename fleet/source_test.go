@@ -129,6 +129,7 @@ func (f *fakeProm) fleet(usedA uint64) {
 	f.set(QueryProcs,
 		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "4242", "user", "alice", "command", "python3 train.py", "type", "compute"), 9 * gib},
 		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "77", "user", "bob", "command", "jupyter", "type", "compute"), 1 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_unknown", "Hostname", "hostA", "gpu", "1", "pid", "600", "user", "erin", "command", "Xorg", "type", "graphics"), 1},
 		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "1", "GPU_I_ID", "2", "UUID", "MIG-a1-2", "pid", "5000", "user", "dave", "command", "serve", "type", "compute"), 10 * gib},
 	)
 	b0 := []string{"Hostname", "hostB", "gpu", "0", "UUID", "GPU-b0", "pci_bus_id", "00000000:3B:00.0", "device", "nvidia0", "modelName", "Tesla V100-SXM2-16GB", "instance", "10.0.0.2:9400", "job", "dcgm"}
@@ -220,6 +221,9 @@ func TestFleetVramtopAndDCGMHosts(t *testing.T) {
 	}
 
 	parent, _ := snap.Device("hostA:1")
+	if len(parent.Processes) != 1 || parent.Processes[0].PID != 600 || parent.Processes[0].UsedBytes != nil {
+		t.Errorf("A100 processes %+v, want Xorg with unknown memory", parent.Processes)
+	}
 	inst, _ := snap.Device("hostA:1/2")
 	if !parent.MIGEnabled || inst.MIG == nil || inst.MIG.ParentIndex != 1 || inst.MIG.GPUInstanceID != 2 || inst.MIG.Profile != "3g.40gb" {
 		t.Errorf("MIG: parent enabled %v, instance %+v", parent.MIGEnabled, inst.MIG)
