@@ -240,8 +240,12 @@ func (m *Model) footerView() string {
 		return fit(m.filter.View()+m.st.Dim.Render("  enter: keep · esc: clear"), m.width)
 	case m.prompt != nil:
 		p := m.prompt
+		note := ""
+		if p.demo {
+			note = m.st.Dim.Render("  (demo: nothing is sent)")
+		}
 		return fit(m.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
-			" y/n", m.width)
+			" y/n"+note, m.width)
 	case m.status != "":
 		if m.statusErr {
 			return fit(m.st.Error.Render(m.status), m.width)

@@ -26,7 +26,7 @@ type fakeSource struct {
 }
 
 func (f *fakeSource) Info() sampler.SourceInfo {
-	info := sampler.SourceInfo{Kind: "demo", Demo: true, Hostname: "gpu-box", DriverVersion: "580.159", CUDAVersion: "13.0"}
+	info := sampler.SourceInfo{Kind: "nvml", Hostname: "gpu-box", DriverVersion: "580.159", CUDAVersion: "13.0"}
 	for h := 0; h < max(len(f.hosts), 1); h++ {
 		for i := 0; i < f.ngpu; i++ {
 			d := sampler.DeviceInfo{ID: fmt.Sprint(i), Index: i, Name: "NVIDIA H200", UUID: fmt.Sprintf("GPU-%04d", i)}

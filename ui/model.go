@@ -30,6 +30,7 @@ type (
 		key  sampler.ProcessKey
 		sig  syscall.Signal
 		what string
+		demo bool // the demo's processes are not real: nothing is sent
 	}
 )
 
@@ -521,13 +522,19 @@ func (m *Model) askKill(r procRow) {
 	}
 	p := r.proc
 	switch {
+	case m.opts.Replay != nil:
+		m.setStatus(true, "PID %d is in a recording: there is no live process to signal", p.PID)
+		return
+	case m.fleet:
+		m.setStatus(true, "PID %d runs on %s: signal it on that host", p.PID, m.host)
+		return
 	case p.Exited:
 		m.setStatus(true, "PID %d has already exited", p.PID)
 		return
 	case !p.Visible:
 		m.setStatus(true, "PID %d is in another PID namespace: it cannot be signalled from here", p.PID)
 		return
-	case !r.mine && !m.isRoot:
+	case !r.mine && !m.isRoot && !m.snap.Demo:
 		owner := p.User
 		if owner == "" {
 			owner = "another user"
@@ -544,7 +551,7 @@ func (m *Model) askKill(r procRow) {
 	if len(what) > 40 {
 		what = what[:39] + "…"
 	}
-	m.prompt = &killPrompt{pid: p.PID, key: k, sig: sig, what: what}
+	m.prompt = &killPrompt{pid: p.PID, key: k, sig: sig, what: what, demo: m.snap.Demo}
 }
 
 func (m *Model) onPromptKey(k tea.KeyPressMsg) tea.Cmd {
@@ -552,6 +559,14 @@ func (m *Model) onPromptKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Yes):
 		m.prompt = nil
+		if p.demo {
+			// Never signal a real process that happens to have a demo PID.
+			if p.sig == syscall.SIGTERM {
+				m.termSent[p.key] = true
+			}
+			m.setStatus(false, "demo: %s not sent, PID %d is not a real process", sigName(p.sig), p.pid)
+			return nil
+		}
 		if err := m.kill(int(p.pid), p.sig); err != nil {
 			m.setStatus(true, "%s to PID %d failed: %v", sigName(p.sig), p.pid, err)
 			return nil

@@ -105,7 +105,7 @@ func ready(t *testing.T, ngpu, w, h int) (*Model, *[]string) {
 func TestSnapshotShowsGPUsAndProcesses(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	s := screenText(m)
-	for _, want := range []string{"GPU 0", "GPU 3", "H200", "python train.py", "bob", "(other PID namespace)", "unattributed", "DEMO", "driver 580.159"} {
+	for _, want := range []string{"GPU 0", "GPU 3", "H200", "python train.py", "bob", "(other PID namespace)", "unattributed", "driver 580.159"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
@@ -746,5 +746,48 @@ func TestSpanKey(t *testing.T) {
 	keys(m, "z")
 	if m.detail.span != 15*time.Minute || !strings.Contains(screenText(m), "last 15m") {
 		t.Errorf("z should widen the graphs to 15m:\n%s", screenText(m))
+	}
+}
+
+func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
+	m, killed := newTestModel(Options{})
+	m.isRoot = true
+	demo := fakeSnap(t, 4)
+	demo.Demo = true
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(demo))
+	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(m, "K")
+	if m.prompt == nil || !strings.Contains(screenText(m), "demo: nothing is sent") {
+		t.Fatal("the demo should still show the prompt, saying nothing is sent")
+	}
+	keys(m, "y")
+	if len(*killed) != 0 || !strings.Contains(screenText(m), "not a real process") {
+		t.Errorf("a demo PID was signalled: %v", *killed)
+	}
+
+	r, _ := newTestModel(Options{Replay: &fakeReplay{}})
+	r.isRoot = true
+	snap := fakeSnap(t, 4)
+	send(r, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
+	selectProc(t, r, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(r, "K")
+	if r.prompt != nil || !strings.Contains(screenText(r), "recording") {
+		t.Error("a replayed process must not be offered")
+	}
+
+	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a"}}
+	fs := fixture(t, src, time.Minute)
+	f, fk := newTestModel(Options{})
+	f.isRoot = true
+	send(f, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fs))
+	keys(f, "enter")
+	selectProc(t, f, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(f, "K")
+	if f.prompt != nil || !strings.Contains(screenText(f), "node-a") {
+		t.Error("a remote host's process must not be signalled here")
+	}
+	keys(f, "y")
+	if len(*fk) != 0 {
+		t.Errorf("signalled %v", *fk)
 	}
 }
