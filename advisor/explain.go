@@ -108,7 +108,8 @@ const (
 
 // An oomFormat finds one kind of message: anchor marks where a message
 // starts, parse reads its numbers from seg (the text from the anchor to the
-// next message, at most maxSeg bytes; all of it for full).
+// next message, at most maxSeg bytes; all of it for full); line is the
+// input line where the message starts, logger prefix included.
 type oomFormat struct {
 	framework string
 	anchor    *regexp.Regexp
@@ -161,7 +162,7 @@ func Explain(log string) Explanation {
 		e := Explanation{Found: true, Framework: h.fm.framework, Line: f.src[li] + 1}
 		lastLine := f.lineAt(max(h.start, h.end-1))
 		e.Message = f.excerpt(li, lastLine, 400)
-		h.fm.parse(f.text[h.start:segEnd], f.lines[li], &e)
+		h.fm.parse(f.text[h.start:segEnd], f.raw[li], &e)
 		e.endPos = end
 		msgs = append(msgs, e)
 	}

@@ -13,6 +13,7 @@ import (
 // logger prefixes removed; src is its 0-based line in the input.
 type cleanLine struct {
 	text string
+	raw  string // before logger prefixes were removed
 	src  int
 }
 
@@ -25,6 +26,7 @@ type flatLog struct {
 	start []int // start[i]: offset of line i in text
 	src   []int // src[i]: input line of line i
 	lines []string
+	raw   []string
 }
 
 // lineAt returns the index of the cleaned line holding offset p.
@@ -43,12 +45,13 @@ func (f *flatLog) lineAt(p int) int {
 
 func flatten(log string) *flatLog {
 	lines := cleanLines(log)
-	f := &flatLog{start: make([]int, len(lines)), src: make([]int, len(lines)), lines: make([]string, len(lines))}
+	f := &flatLog{start: make([]int, len(lines)), src: make([]int, len(lines)), lines: make([]string, len(lines)), raw: make([]string, len(lines))}
 	var b strings.Builder
 	for i, l := range lines {
 		f.start[i] = b.Len()
 		f.src[i] = l.src
 		f.lines[i] = l.text
+		f.raw[i] = l.raw
 		b.WriteString(l.text)
 	}
 	f.text = b.String()
@@ -68,8 +71,8 @@ func cleanLines(log string) []cleanLine {
 		for _, part := range strings.Split(raw, "\r") { // progress bars redraw with \r
 			for _, dec := range decodeLine(part) {
 				for _, l := range strings.Split(strings.ReplaceAll(dec, "\r", "\n"), "\n") {
-					l = stripPrefixes(stripControl(stripANSI(l)))
-					out = append(out, cleanLine{text: l, src: i})
+					raw := stripControl(stripANSI(l))
+					out = append(out, cleanLine{text: stripPrefixes(raw), raw: raw, src: i})
 				}
 			}
 		}

@@ -327,7 +327,7 @@ func diagnose(e *Explanation) {
 		add(fragR...)
 		add(tenR...)
 	}
-	add(TrainingRemedies(pb)...)
+	add(TrainingRemediesFor(e.Framework, pb)...)
 	add(HabitRemedies()...)
 	e.Diagnosis = strings.Join(why, " ")
 	e.Remedies = capList(RankRemedies(list, short))
