@@ -34,7 +34,7 @@ type Config struct {
 	// they are; Stderr also goes through the OOM scanner.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Signals are forwarded to the child's process group.
+	// Signals are forwarded to the child's process group until it exits.
 	Signals <-chan os.Signal
 	// Foreground makes the child's process group the terminal's
 	// foreground group (when Stdin is the controlling terminal), so it can
@@ -52,7 +52,9 @@ type Config struct {
 // ErrStart wraps a failure to start the command.
 var ErrStart = errors.New("cannot start")
 
-// Run runs the job to its end and returns its report. An error means the
+// Run runs the job to its end and returns its report. When cfg.Signals is
+// nil, cancelling ctx sends SIGTERM to the job (a caller that forwards
+// signals itself leaves the job to end on its own). An error means the
 // command could not start; the report's ExitCode then says what a shell
 // would (127: not found, 126: not executable).
 func Run(ctx context.Context, cfg Config) (Report, error) {
@@ -102,6 +104,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}()
 	// Forward signals to the whole group until the child is reaped.
 	fwdDone := make(chan struct{})
+	var ctxDone <-chan struct{}
+	if cfg.Signals == nil {
+		ctxDone = ctx.Done()
+	}
 	var fwdWG sync.WaitGroup
 	fwdWG.Add(1)
 	go func() {
@@ -114,6 +120,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				if s, ok := sig.(syscall.Signal); ok {
 					syscall.Kill(-pid, s)
 				}
+			case <-ctxDone:
+				// Without signals to forward, a cancelled ctx stops the job.
+				syscall.Kill(-pid, syscall.SIGTERM)
+				ctxDone = nil
 			}
 		}
 	}()
@@ -162,7 +172,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Record != nil {
 		r.Recording = cfg.Record.Path()
 	}
-	_ = ctx
 	return r, nil
 }
 

@@ -325,3 +325,24 @@ func TestTimelineHoldsPeaks(t *testing.T) {
 		t.Error("a plot without samples")
 	}
 }
+
+func TestCancelStopsJobWithoutSignals(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	done := make(chan Report, 1)
+	go func() {
+		r, _ := Run(ctx, Config{
+			Argv: []string{"sleep", "30"}, Sampler: newSampler(t, &pidSource{file: filepath.Join(dir, "pids")}),
+		})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.ExitCode != 143 {
+			t.Errorf("exit code %d, want 143 (SIGTERM)", r.ExitCode)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling did not stop the job")
+	}
+}

@@ -38,8 +38,8 @@ type Options struct {
 	Interval, History time.Duration
 	// Program names the writer in the header ("vramtop 1.2.3").
 	Program string
-	// FlushEvery bounds how long a line stays buffered; DefaultFlushEvery
-	// when 0.
+	// FlushEvery bounds how long a line stays buffered (with lines coming
+	// every Interval); DefaultFlushEvery when 0.
 	FlushEvery time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -203,7 +203,9 @@ func (w *Writer) Write(snap sampler.Snapshot) error {
 	if err := w.writeLine(w.enc.Record(snap)); err != nil {
 		return err
 	}
-	if now := w.opts.Now(); now.Sub(w.flush) >= w.opts.FlushEvery {
+	// Flush now if waiting for the next line would leave this one
+	// buffered past FlushEvery.
+	if now := w.opts.Now(); now.Sub(w.flush)+w.opts.Interval >= w.opts.FlushEvery {
 		return w.Flush()
 	}
 	return nil

@@ -49,15 +49,27 @@ type frame struct {
 // damaged lines only; it is reported through warn. Only a file that cannot
 // be read at all, or holds no recording, is an error.
 func readFile(path string, fileIdx int, warn func(Warning)) ([]frame, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	magic := make([]byte, 2)
+	n, _ := io.ReadFull(f, magic)
 	p := &parser{path: path, file: fileIdx, warn: warn}
-	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		// Compressed: read whole, so a damaged part can be skipped to
+		// the next intact one.
+		data, err := io.ReadAll(io.MultiReader(bytes.NewReader(magic), f))
+		if err != nil {
+			return nil, err
+		}
 		p.readGzip(data)
 	} else {
-		p.readLines(bytes.NewReader(data))
+		// Plain: streamed.
+		if err := p.readLines(io.MultiReader(bytes.NewReader(magic[:n]), f)); err != nil {
+			return nil, err
+		}
 		p.finish()
 	}
 	if len(p.frames) == 0 && !p.sawHeader {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,10 +47,10 @@ func canon(t *testing.T, s sampler.Snapshot) string {
 		devs[i] = d
 	}
 	s.Devices = devs
-	b, err := json.MarshalIndent(struct {
+	b, err := json.Marshal(struct {
 		S sampler.Snapshot
 		X extra
-	}{s, x}, "", " ")
+	}{s, x})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,10 @@ func TestRoundTripExact(t *testing.T) {
 }
 
 func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var ai, bi bytes.Buffer
+	json.Indent(&ai, []byte(a), "", " ")
+	json.Indent(&bi, []byte(b), "", " ")
+	al, bl := strings.Split(ai.String(), "\n"), strings.Split(bi.String(), "\n")
 	for i := 0; i < len(al) && i < len(bl); i++ {
 		if al[i] != bl[i] {
 			lo := max(0, i-3)
