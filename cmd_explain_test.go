@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runExplainArgs(t *testing.T, in string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	old := stdin
+	stdin = strings.NewReader(in)
+	defer func() { stdin = old }()
+	var o, e bytes.Buffer
+	code = dispatch(context.Background(), append([]string{"explain"}, args...), &o, &e)
+	return o.String(), e.String(), code
+}
+
+const explainLog = "advisor/testdata/explain/pytorch_new_ddp.log"
+
+func TestExplainCommandExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "ok.log")
+	if err := os.WriteFile(plain, []byte("all steps done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oom, err := os.ReadFile(explainLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stdout string // a line the output must hold
+		stderr string
+	}{
+		{"file with an OOM", "", []string{explainLog}, 0, "PyTorch out of memory on GPU 1", ""},
+		{"stdin, no argument", string(oom), nil, 0, "shortfall (derived)", ""},
+		{"stdin as -", string(oom), []string{"-"}, 0, "What to try", ""},
+		{"flags after the file", "", []string{explainLog, "--json"}, 0, `"found": true`, ""},
+		{"no OOM", "", []string{plain}, 1, "No out-of-memory message found", ""},
+		{"no OOM, JSON", "", []string{"--json", plain}, 1, `"found": false`, ""},
+		{"missing file", "", []string{filepath.Join(dir, "nope.log")}, 2, "", "cannot read " + filepath.Join(dir, "nope.log") + ": no such file or directory"},
+		{"a directory", "", []string{dir}, 2, "", "cannot read " + dir},
+		{"two files", "", []string{plain, plain}, 2, "", "one log at a time"},
+		{"bad flag", "", []string{"--bogus"}, 2, "", "flag provided but not defined"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := runExplainArgs(t, c.stdin, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, c.code, errOut)
+			}
+			if !strings.Contains(out, c.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", c.stdout, out)
+			}
+			if !strings.Contains(errOut, c.stderr) {
+				t.Errorf("stderr %q lacks %q", errOut, c.stderr)
+			}
+			if c.code == 2 && c.stderr != "" && c.name != "bad flag" && strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
+				t.Errorf("error is not one line: %q", errOut)
+			}
+		})
+	}
+}
+
+func TestExplainCommandJSON(t *testing.T) {
+	out, _, code := runExplainArgs(t, "", "--json", explainLog)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Error("more than one JSON value")
+	}
+	want := map[string]any{"found": true, "framework": "pytorch", "device": 1.0, "requested_bytes": 2147483648.0,
+		"free_bytes": 1148903752.0, "messages_found": 1.0}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	procs, _ := m["processes"].([]any)
+	if len(procs) != 1 || procs[0].(map[string]any)["pid"] != 12345.0 {
+		t.Errorf("processes = %v", m["processes"])
+	}
+	rem, _ := m["remedies"].([]any)
+	if len(rem) == 0 {
+		t.Fatal("no remedies")
+	}
+	for _, k := range []string{"name", "saving", "cost"} {
+		if _, ok := rem[0].(map[string]any)[k]; !ok {
+			t.Errorf("remedy lacks %q: %v", k, rem[0])
+		}
+	}
+	if _, ok := m["diagnosis"].(string); !ok {
+		t.Error("no diagnosis")
+	}
+}
+
+func TestExplainCommandLiveDemo(t *testing.T) {
+	out, errOut, code := runExplainArgs(t, "", "--live", "--demo", "--json", explainLog)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m struct {
+		Live struct {
+			Demo    bool   `json:"demo"`
+			Freest  string `json:"freest"`
+			Devices []any  `json:"devices"`
+		} `json:"live"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Live.Demo || m.Live.Freest == "" || len(m.Live.Devices) == 0 {
+		t.Errorf("live = %+v", m.Live)
+	}
+	txt, _, _ := runExplainArgs(t, "", "--live", "--demo", explainLog)
+	if !strings.Contains(txt, "Freest now: GPU") {
+		t.Errorf("text lacks the freest GPU:\n%s", txt)
+	}
+}
