@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/user"
 	"path/filepath"
 	"time"
@@ -51,6 +52,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *asJSON {
 		*once = true
+	}
+	if len(files) == 1 {
+		if _, err := os.Stat(files[0] + ".1"); err == nil {
+			fmt.Fprintf(stderr, "vramtop replay: note: older parts of this recording exist (%s.1 …); name them too to replay them\n", files[0])
+		}
 	}
 	var warns []replay.Warning
 	rec, err := replay.Load(files, func(w replay.Warning) { warns = append(warns, w) })

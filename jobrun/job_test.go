@@ -346,3 +346,16 @@ func TestCancelStopsJobWithoutSignals(t *testing.T) {
 		t.Fatal("cancelling did not stop the job")
 	}
 }
+
+func TestJobNeverOnAGPU(t *testing.T) {
+	dir := t.TempDir()
+	// The fake GPU lists only the tenant: the job holds no GPU memory.
+	r, _ := runJob(t, &pidSource{file: filepath.Join(dir, "pids"), tenant: 1}, "sleep 0.3", nil)
+	if len(r.GPUs) != 0 || r.PeakBytes != 0 {
+		t.Errorf("GPUs %+v, peak %d; want none", r.GPUs, r.PeakBytes)
+	}
+	text := r.Text(60)
+	if !strings.Contains(text, "held no GPU memory") || strings.Contains(text, "┤") {
+		t.Errorf("report:\n%s", text)
+	}
+}

@@ -98,6 +98,10 @@ func (r Report) Text(width int) string {
 	for _, g := range r.GPUs {
 		fmt.Fprintf(&b, "GPU %s (%s, %s): job peak %s at %s\n", g.ID, g.Name, Bytes(g.TotalBytes),
 			Bytes(g.PeakBytes), r.clock(g.PeakAt))
+		if g.MinFreeAt.IsZero() {
+			b.WriteString("  free memory unknown (the GPU did not report it)\n")
+			continue
+		}
 		fmt.Fprintf(&b, "  least headroom: %s free at %s (job held %s then)\n",
 			Bytes(g.MinFreeBytes), r.clock(g.MinFreeAt), Bytes(g.JobAtMinFree))
 		if len(g.Others) == 0 && (g.UnattributedAtMinFree == nil || *g.UnattributedAtMinFree == 0) {
@@ -153,7 +157,7 @@ func (r Report) clock(t time.Time) string {
 
 func (r Report) plot(width int) string {
 	tl := r.Timeline
-	if tl == nil || len(tl.Bytes) < 2 {
+	if tl == nil || len(tl.Bytes) < 2 || len(r.GPUs) == 0 {
 		return ""
 	}
 	unit, div := "GiB", float64(1<<30)
