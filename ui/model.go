@@ -95,6 +95,7 @@ type Model struct {
 	filter    lineInput
 
 	observe       observeFunc
+	newMonitor    func() observeFunc
 	advise        adviseFunc
 	alerts        []advisor.Alert
 	pendingAlerts []advisor.Alert
@@ -128,7 +129,8 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		isRoot:   os.Geteuid() == 0,
 		advise:   advisor.Advise,
 	}
-	m.observe = advisor.NewMonitor(m.cfg).Observe
+	m.newMonitor = func() observeFunc { return advisor.NewMonitor(m.cfg).Observe }
+	m.observe = m.newMonitor()
 	m.filter = lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}
 	m.setStyles(NewStyles(true, noColor()))
 	if opts.Replay != nil {
@@ -215,7 +217,6 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	m.arrived = m.opts.Now()
 	m.stale = false
 	m.staleGen++
-	m.latest = s
 	cmds := []tea.Cmd{m.wait()}
 	if m.opts.Replay != nil {
 		m.replayStatus = m.opts.Replay.Status()
@@ -224,11 +225,16 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 		gen := m.staleGen
 		cmds = append(cmds, tea.Tick(staleAfter*every+every/10, func(time.Time) tea.Msg { return staleCheck{gen} }))
 	}
+	if m.have && s.Time.Before(m.latest.Time) && m.opts.Replay != nil && m.newMonitor != nil {
+		// A replay sought backwards: the rules start over from here.
+		m.observe = m.newMonitor()
+	}
 	alerts := m.observe(s)
 	if m.opts.Bell && m.newCrit(alerts) {
 		cmds = append(cmds, tea.Raw("\a"))
 	}
-	if m.interval == 0 {
+	m.latest = s
+	if s.Interval > 0 {
 		m.interval = s.Interval
 	}
 	if m.paused {

@@ -26,6 +26,7 @@ func newTestModel(opts Options) (*Model, *[]string) {
 	}
 	m := New(nil, opts)
 	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
+	m.newMonitor = func() observeFunc { return func(sampler.Snapshot) []advisor.Alert { return nil } }
 	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return nil }
 	m.isRoot = false
 	var killed []string
@@ -789,5 +790,24 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	keys(f, "y")
 	if len(*fk) != 0 {
 		t.Errorf("signalled %v", *fk)
+	}
+}
+
+func TestReplaySeekBackRestartsTheRules(t *testing.T) {
+	m, _ := newTestModel(Options{Replay: &fakeReplay{}})
+	fresh := 0
+	m.newMonitor = func() observeFunc {
+		fresh++
+		return func(sampler.Snapshot) []advisor.Alert { return nil }
+	}
+	early := fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, time.Minute)
+	late := fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, 2*time.Minute)
+	send(m, tea.WindowSizeMsg{Width: 100, Height: 30}, snapshotMsg(early), snapshotMsg(late))
+	if fresh != 0 {
+		t.Fatal("playing forward keeps the rules' state")
+	}
+	send(m, snapshotMsg(early))
+	if fresh != 1 {
+		t.Error("seeking back should start the rules over")
 	}
 }

@@ -79,8 +79,12 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 			row = append(row, "error: "+d.Err)
 		}
 		devs = append(devs, row)
-		sev := severity(d.UsedPercent(), th)
-		devStyle = append(devStyle, func(s string) string { return st.Severity(sev).Render(s) })
+		// Only a GPU past a threshold is coloured.
+		if sev := severity(d.UsedPercent(), th); sev > advisor.Info {
+			devStyle = append(devStyle, func(s string) string { return st.Severity(sev).Render(s) })
+		} else {
+			devStyle = append(devStyle, nil)
+		}
 	}
 	writeAligned(&b, devs, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, fleet, st, devStyle)
 
