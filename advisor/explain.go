@@ -89,6 +89,12 @@ type Derived struct {
 	OutsideBytes *uint64 `json:"outside_bytes,omitempty"`
 	// OtherProcessesBytes sums the other processes the message lists.
 	OtherProcessesBytes *uint64 `json:"other_processes_bytes,omitempty"`
+	// LikelyThisProcessPID: the message lists processes but none as "this
+	// process" (PyTorch in a container sees host PIDs, not its own); this
+	// listed process holds about what this process's allocator reserved
+	// (up to contextAllowance more), so it is most likely this process.
+	// It is left out of OtherProcessesBytes.
+	LikelyThisProcessPID *uint64 `json:"likely_this_process_pid,omitempty"`
 	// NonFrameworkBytes = this process − reserved: CUDA context, NCCL,
 	// cuDNN/cuBLAS workspaces of this process.
 	NonFrameworkBytes *uint64 `json:"non_framework_bytes,omitempty"`

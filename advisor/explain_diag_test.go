@@ -112,6 +112,12 @@ func TestExplainDiagnosisAndRanking(t *testing.T) {
 			shortfall: 10<<30 - 500<<20, notCovered: "expandable segments",
 		},
 		{
+			name:  "container: the one listed process is this process, not a tenant",
+			log:   readLogNoT("pytorch_container.log"),
+			first: "expandable segments", covers: true, diagnosis: "process 3254 holds about what this process reserved",
+			shortfall: 1181116006 - 1095216660, notCovered: "use a freer GPU",
+		},
+		{
 			name:  "a memory fraction limit, not the card, was hit",
 			log:   "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 5.60 GiB already allocated; 1.00 GiB free; 6.00 GiB allowed; 5.88 GiB reserved in total by PyTorch)",
 			first: "expandable segments", diagnosis: "memory fraction limit (6 GiB allowed)",

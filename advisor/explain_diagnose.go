@@ -36,11 +36,25 @@ func (e *Explanation) derive() *Derived {
 			d.CachedUnusedBytes = ptr(s)
 		}
 	}
+	self := -1 // index in Processes of the likely self, when not named
+	if e.ThisProcessBytes == nil && reserved != nil {
+		best := uint64(contextAllowance) + 1
+		for i, p := range e.Processes {
+			if over, ok := sub(p.Bytes, *reserved); ok && over <= contextAllowance && over < best {
+				self, best = i, over
+			}
+		}
+		if self >= 0 {
+			d.LikelyThisProcessPID = ptr(e.Processes[self].PID)
+		}
+	}
 	if e.TotalBytes != nil && e.FreeBytes != nil && e.Framework != "vllm" {
 		if used, ok := sub(*e.TotalBytes, *e.FreeBytes); ok {
 			held := reserved
 			if e.ThisProcessBytes != nil {
 				held = e.ThisProcessBytes
+			} else if self >= 0 {
+				held = &e.Processes[self].Bytes
 			}
 			if held != nil {
 				if o, ok := sub(used, *held); ok {
@@ -57,12 +71,15 @@ func (e *Explanation) derive() *Derived {
 	if len(e.Processes) > 0 {
 		var sum uint64
 		ok := true
-		for _, p := range e.Processes {
+		for i, p := range e.Processes {
+			if i == self {
+				continue
+			}
 			if sum, ok = add(sum, p.Bytes); !ok {
 				break
 			}
 		}
-		if ok {
+		if ok && (self < 0 || len(e.Processes) > 1) {
 			d.OtherProcessesBytes = ptr(sum)
 		}
 	}
@@ -133,6 +150,10 @@ func (e *Explanation) others() (uint64, bool) {
 	}
 	return 0, false
 }
+
+// roundingNoise is below what a difference of rounded printed sizes
+// ("1.02 GiB") can tell apart from zero.
+const roundingNoise = 16 << 20
 
 // contextAllowance is what a process's CUDA context and libraries hold
 // outside the framework's allocator: a few hundred MiB, up to ~1 GiB.
@@ -276,13 +297,28 @@ func diagnose(e *Explanation) {
 	if e.Derived != nil && e.Derived.NonFrameworkBytes != nil {
 		parts = append(parts, "outside the allocator in this process (CUDA context, libraries) "+B(*e.Derived.NonFrameworkBytes)+" (derived)")
 	}
+	nOthers := len(e.Processes)
+	if e.Derived != nil && e.Derived.LikelyThisProcessPID != nil {
+		nOthers--
+	}
 	if e.Derived != nil && e.Derived.OtherProcessesBytes != nil {
-		parts = append(parts, fmt.Sprintf("%d other process(es) %s", len(e.Processes), B(*e.Derived.OtherProcessesBytes)))
-	} else if e.Derived != nil && e.Derived.OutsideBytes != nil {
-		parts = append(parts, "outside this allocator (other processes, other frameworks, CUDA contexts) "+B(*e.Derived.OutsideBytes)+" (derived: total − free − reserved)")
+		parts = append(parts, fmt.Sprintf("%d other process(es) %s", nOthers, B(*e.Derived.OtherProcessesBytes)))
+	} else if e.Derived != nil && e.Derived.OutsideBytes != nil && *e.Derived.OutsideBytes >= roundingNoise {
+		of := "reserved"
+		if e.ThisProcessBytes != nil || e.Derived.LikelyThisProcessPID != nil {
+			of = "this process"
+		}
+		parts = append(parts, "outside this process's allocator (other processes, other frameworks, CUDA contexts) "+B(*e.Derived.OutsideBytes)+" (derived: total − free − "+of+")")
 	}
 	if len(parts) > 0 {
 		why = append(why, "Where the memory went: "+strings.Join(parts, "; ")+".")
+	}
+	if len(e.Processes) > 0 && e.ThisProcessBytes == nil {
+		if e.Derived != nil && e.Derived.LikelyThisProcessPID != nil {
+			why = append(why, fmt.Sprintf("The message names no process as this one (in a container PyTorch sees host PIDs); process %d holds about what this process reserved, so it is most likely this process (derived).", *e.Derived.LikelyThisProcessPID))
+		} else {
+			why = append(why, "The message names no process as this one (in a container PyTorch sees host PIDs): one of the listed processes may be this process.")
+		}
 	}
 
 	// The verdict, and remedies grouped by cause.
