@@ -8,6 +8,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -172,7 +173,7 @@ func (s *Source) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	return nil
 }
 
-var errGone = fmt.Errorf("no longer reported by Prometheus")
+var errGone = errors.New("no longer reported by Prometheus")
 
 // ReadProcesses returns the processes of the last answer.
 func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
@@ -215,17 +216,6 @@ func (s *Source) refreshIfDue() {
 	s.lastTry = now
 	s.lastErr = s.refresh()
 }
-
-// Refresh asks Prometheus now; for measurements and tests.
-func (s *Source) Refresh() error {
-	s.tried = true
-	s.lastTry = s.cfg.Now()
-	s.lastErr = s.refresh()
-	return s.lastErr
-}
-
-// Devices returns how many devices the last successful refresh found.
-func (s *Source) Devices() int { return len(s.cur) }
 
 func (s *Source) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
