@@ -138,6 +138,10 @@ func (c *Collector) alertsFor(snap sampler.Snapshot) []advisor.Alert {
 // exists, with a reason when it does not (for /healthz).
 func (c *Collector) Healthy() (bool, string) {
 	snap, ok := c.latest()
+	return c.health(snap, ok)
+}
+
+func (c *Collector) health(snap sampler.Snapshot, ok bool) (bool, string) {
 	if !ok {
 		return false, "no sample yet"
 	}
@@ -174,11 +178,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		host = snap.Hostname
 	}
 	up := 0.0
-	if ok {
-		healthy, _ := c.Healthy()
-		if healthy {
-			up = 1
-		}
+	if healthy, _ := c.health(snap, ok); healthy {
+		up = 1
 	}
 	ch <- gauge(Up, "1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.",
 		up, labels{{LabelHostname, host}})
