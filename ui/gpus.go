@@ -192,13 +192,15 @@ func (g gpuPane) marker(sel bool) string {
 	return "  "
 }
 
+// name is the device's name; a MIG instance leads with its profile (its ID
+// already names the parent GPU).
 func (g gpuPane) name(d sampler.Device) string {
 	n := shortName(d.Name)
+	if d.MIG != nil && d.MIG.Profile != "" {
+		n = "MIG " + d.MIG.Profile + " · " + strings.TrimSpace(strings.Replace(n, "MIG "+d.MIG.Profile, "", 1))
+	}
 	if d.MIGEnabled {
 		n += " (MIG)"
-	}
-	if d.MIG != nil && d.MIG.Profile != "" && !strings.Contains(n, d.MIG.Profile) {
-		n += " " + d.MIG.Profile
 	}
 	return n
 }
@@ -229,9 +231,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	barW := leftW - 2 - 5
 	bar := "  " + memBar(g.st, d, g.th, barW) + " " + g.st.Severity(sev).Render(fitRight(pct, 4))
 	mem := "  " + fmtBytes(d.MemoryUsed) + " / " + fmtBytes(d.MemoryTotal)
-	if d.MemoryReserved != nil {
-		mem += g.st.Dim.Render(" · rsv " + fmtBytes(*d.MemoryReserved))
-	}
+	mem += g.st.Dim.Render(" · rsv " + fmtOptBytes(d.MemoryReserved))
 	info := "  util " + fmtOptPct(d.UtilizationPercent) + " · " + fmtTemp(d.TemperatureC)
 	if d.PowerWatts != nil {
 		info += " · " + fmtPower(d.PowerWatts)
@@ -293,7 +293,11 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	if tag == "" {
 		tag = "    "
 	}
-	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(g.name(d), nameW) + " " +
+	name := g.name(d)
+	if d.MIG != nil && d.MIG.Profile != "" {
+		name = "MIG " + d.MIG.Profile
+	}
+	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
 		memBar(g.st, d, g.th, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
 	if d.Err != "" {
 		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
