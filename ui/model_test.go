@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"image/color"
 	"fmt"
 	"strings"
 	"syscall"
@@ -809,5 +810,34 @@ func TestReplaySeekBackRestartsTheRules(t *testing.T) {
 	send(m, snapshotMsg(early))
 	if fresh != 1 {
 		t.Error("seeking back should start the rules over")
+	}
+}
+
+func TestBackgroundAndNoColor(t *testing.T) {
+	m, _ := newTestModel(Options{})
+	m.setStyles(NewStyles(true, false))
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
+	dark := m.View().Content
+	send(m, tea.BackgroundColorMsg{Color: color.White})
+	light := m.View().Content
+	if dark == light {
+		t.Error("a light background should change the colours")
+	}
+	if !strings.Contains(light, "38;2;") {
+		t.Error("colours expected without NO_COLOR")
+	}
+
+	t.Setenv("NO_COLOR", "1")
+	n := New(nil, Options{Now: func() time.Time { return fixedStart }, User: testUser})
+	n.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
+	send(n, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)), tea.BackgroundColorMsg{Color: color.White})
+	out := n.View().Content
+	for _, code := range []string{"38;2;", "48;2;", "38;5;"} {
+		if strings.Contains(out, code) {
+			t.Errorf("NO_COLOR: colour code %q on screen", code)
+		}
+	}
+	if !strings.Contains(ansi.Strip(out), "█") || !strings.Contains(ansi.Strip(out), "░") {
+		t.Error("NO_COLOR: the bars must still tell used from free by glyph")
 	}
 }
