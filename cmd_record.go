@@ -22,6 +22,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var sf sourceFlags
 	sf.add(fs)
 	out := fs.String("o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
+	fs.StringVar(out, "output", "", "the same as -o")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (e.g. 100M): FILE becomes FILE.1, …")
 	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
