@@ -2,8 +2,8 @@ package ui
 
 import (
 	"errors"
-	"image/color"
 	"fmt"
+	"image/color"
 	"strings"
 	"syscall"
 	"testing"
