@@ -14,7 +14,7 @@ import (
 type Explanation struct {
 	Found bool `json:"found"`
 	// Framework: "pytorch", "tensorflow", "jax", "vllm", "mps", "cuda",
-	// "cublas", "cudnn".
+	// "cublas", "cudnn", "llama.cpp", "onnxruntime", "tensorrt", "tgi".
 	Framework string `json:"framework,omitempty"`
 	// Backend is "hip" (ROCm) or "xpu" (Intel) for PyTorch builds other than CUDA.
 	Backend string `json:"backend,omitempty"`
@@ -46,6 +46,8 @@ type Explanation struct {
 	KVCacheTokens        *uint64  `json:"kv_cache_tokens,omitempty"`
 	MaxModelLenFits      *uint64  `json:"max_model_len_fits,omitempty"`
 	GPUMemoryUtilization *float64 `json:"gpu_memory_utilization,omitempty"`
+	// TGI: the prefill tokens that did not fit at warm-up.
+	PrefillTokens *uint64 `json:"prefill_tokens,omitempty"`
 	// Host is true when the failed allocation was of pinned host memory.
 	Host bool `json:"host,omitempty"`
 
@@ -119,8 +121,11 @@ const (
 type oomFormat struct {
 	framework string
 	anchor    *regexp.Regexp
-	full      bool
-	parse     func(seg, line string, e *Explanation)
+	// accept, when set, tells a message from prose that mentions one;
+	// before is the text of the line before the anchor.
+	accept func(before, seg string) bool
+	full   bool
+	parse  func(seg, line string, e *Explanation)
 }
 
 const maxSeg = 8000
@@ -137,6 +142,12 @@ func Explain(log string) Explanation {
 	for i := range formats {
 		fm := &formats[i]
 		for _, loc := range fm.anchor.FindAllStringIndex(f.text, -1) {
+			if fm.accept != nil {
+				before := f.text[f.start[f.lineAt(loc[0])]:loc[0]]
+				if !fm.accept(before, f.text[loc[0]:]) {
+					continue
+				}
+			}
 			hits = append(hits, hit{loc[0], loc[1], fm})
 		}
 	}

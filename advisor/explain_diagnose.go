@@ -189,6 +189,7 @@ func (e *Explanation) gpu() string {
 var frameworkNames = map[string]string{
 	"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX/XLA", "vllm": "vLLM",
 	"mps": "PyTorch (Apple MPS)", "cuda": "CUDA", "cublas": "cuBLAS", "cudnn": "cuDNN",
+	"llama.cpp": "llama.cpp", "onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT", "tgi": "TGI (text-generation-inference)",
 }
 
 func (e *Explanation) frameworkName() string {
@@ -204,6 +205,14 @@ func (e *Explanation) frameworkName() string {
 
 // diagnose fills Derived, Diagnosis and Remedies.
 func diagnose(e *Explanation) {
+	diagnoseFramework(e)
+	// A log does not tell the command that ran: name none.
+	for i := range e.Remedies {
+		e.Remedies[i].How = strings.ReplaceAll(e.Remedies[i].How, "python train.py", "<your command>")
+	}
+}
+
+func diagnoseFramework(e *Explanation) {
 	e.Derived = e.derive()
 	var why []string
 	var list []RemedyEstimate
@@ -346,6 +355,17 @@ func diagnose(e *Explanation) {
 		add(estimates(JAX, 0)...)
 	case "mps":
 		add(estimates(MPS, 0)...)
+	case "llama.cpp":
+		why = append(why, "llama.cpp needs room for the offloaded layers' weights, the KV cache (which grows with the context) and compute buffers.")
+		add(estimates(LlamaCpp, 0)...)
+	case "onnxruntime", "tensorrt", "tgi":
+		if e.PrefillTokens != nil {
+			why = append(why, fmt.Sprintf("TGI could not fit a prefill of %d tokens at warm-up after loading the weights.", *e.PrefillTokens))
+		}
+		key := map[string]string{"onnxruntime": "ort_arena", "tensorrt": "trt_workspace", "tgi": "tgi_prefill"}[e.Framework]
+		if r, ok := remedyByKey(key); ok {
+			add(r.Estimate(0))
+		}
 	}
 	fragR := []RemedyEstimate(nil)
 	if frag {
@@ -363,8 +383,19 @@ func diagnose(e *Explanation) {
 		add(fragR...)
 		add(tenR...)
 	}
-	add(TrainingRemediesFor(e.Framework, pb)...)
-	add(HabitRemedies()...)
+	switch e.Framework {
+	case "llama.cpp":
+		add(TenantRemedies(0, "")...)
+	case "onnxruntime", "tensorrt", "tgi":
+		for _, r := range InferenceRemedies(pb) {
+			if !strings.Contains(r.Name, "inference_mode") {
+				add(r)
+			}
+		}
+	default:
+		add(TrainingRemediesFor(e.Framework, pb)...)
+		add(HabitRemedies()...)
+	}
 	e.Diagnosis = strings.Join(why, " ")
 	e.Remedies = capList(RankRemedies(list, short))
 }

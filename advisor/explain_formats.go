@@ -13,9 +13,15 @@ func re(p string) *regexp.Regexp { return regexp.MustCompile(p) }
 
 var formats = []oomFormat{
 	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS},
-	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), parse: parsePyTorch},
-	{framework: "cuda", anchor: re(`failed\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
-	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory`), parse: parseCUDAError},
+	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), accept: acceptPyTorch, parse: parsePyTorch},
+	{framework: "pytorch", anchor: re(`Allocation\s*on\s*device\s*\d+\s*would\s*exceed\s*allowed\s*memory`), parse: parseMallocAsync},
+	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
+	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory`), parse: parseCUDAError},
+	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer`), parse: parseLlama},
+	{framework: "onnxruntime", anchor: re(`Failed\s*to\s*allocate\s*memory\s*for\s*requested\s*buffer\s*of\s*size\s*\d+`), parse: parseORT},
+	{framework: "tensorrt", anchor: re(`Requested\s*amount\s*of\s*GPU\s*memory\s*\(\d+\s*bytes\)\s*could\s*not\s*be\s*allocated`), parse: parseTRT},
+	{framework: "tgi", anchor: re(`Not\s*enough\s*memory\s*to\s*handle\s*\d+\s*prefill\s*tokens`), parse: parseTGI},
+	{framework: "tensorflow", anchor: re(`(?:ResourceExhaustedError|Resource\s*exhausted|RESOURCE_EXHAUSTED):?.{0,200}?failed\s*to\s*allocate\s*memory`), parse: parseTFFailed},
 	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing},
 	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM},
@@ -60,7 +66,9 @@ var (
 	ptRequest   = re(`^(XPU|HIP|CUDA)\s*out\s*of\s*memory\.?\s*Tried\s*to\s*allocate\s*` + sz)
 	ptOld       = re(`^\s*\(\s*GPU\s*(\d+)\s*;([^)]{0,500})\)`)
 	ptOldField  = re(`^\s*` + sz + `\s*(total\s*capacity|already\s*allocated|free|allowed|reserved\s*in\s*total\s*by\s*PyTorch|cached)`)
-	ptNewGPU    = re(`GPU\s*(\d+)\s*has\s*a\s*total\s*capac\w*\s*of\s*` + sz + `\s*of\s*which\s*` + sz + `\s*is\s*free`)
+	ptNewGPU    = re(`GPU\s*(\d+)\s*has\s*a\s*total\s*capac\w*\s*of\s*` + sz)
+	ptNewFree   = re(`^\s*of\s*which\s*` + sz + `\s*is\s*free`)
+	ptProse     = re(`^(?:CUDA|HIP|XPU)\s*out\s*of\s*memory\s*\.?\s*Tried`)
 	ptProcess   = re(`Process\s*(\d+)\s*has\s*` + sz + `\s*memory\s*in\s*use`)
 	ptThis      = re(`this\s*process\s*has\s*` + sz + `\s*memory\s*in\s*use`)
 	ptAllowed   = re(sz + `\s*allowed;`)
@@ -127,10 +135,13 @@ func parsePyTorch(seg, line string, e *Explanation) {
 	if loc := ptEnd.FindStringIndex(msg); loc != nil {
 		msg = msg[:loc[1]]
 	}
-	if g := ptNewGPU.FindStringSubmatch(msg); g != nil {
+	if m := ptNewGPU.FindStringSubmatchIndex(msg); m != nil {
+		g := submatches(msg, m)
 		setDevice(e, g[1])
 		setSize(&e.TotalBytes, g, 2)
-		setSize(&e.FreeBytes, g, 5)
+		if f := ptNewFree.FindStringSubmatch(msg[m[1]:]); f != nil {
+			setSize(&e.FreeBytes, f, 1)
+		}
 	}
 	procs := msg
 	if i := strings.Index(procs, "Of the allocated"); i >= 0 {
@@ -158,6 +169,105 @@ func parsePyTorch(seg, line string, e *Explanation) {
 	if g := ptUnalloc.FindStringSubmatch(msg); g != nil {
 		setSize(&e.ReservedUnallocatedBytes, g, 1)
 	}
+}
+
+// acceptPyTorch tells a PyTorch message from prose that mentions one ("to
+// avoid CUDA out of memory errors"): the message names the request, or
+// stands at the start of a line or after "SomethingError:".
+func acceptPyTorch(before, seg string) bool {
+	if ptProse.MatchString(head(seg, 200)) {
+		return true
+	}
+	b := strings.TrimSpace(before)
+	return b == "" || strings.HasSuffix(b, ":") || strings.HasSuffix(b, "('") || strings.HasSuffix(b, "(\"")
+}
+
+// PyTorch's cudaMallocAsync backend:
+// "Allocation on device 0 would exceed allowed memory. (out of memory)
+// Currently allocated : 7.72 GiB Requested : 2.00 GiB Device limit : 7.79
+// GiB Free (according to CUDA): 20.94 MiB PyTorch limit (set by
+// user-supplied memory fraction) : 17179869184.00 GiB".
+var (
+	maDevice    = re(`^Allocation\s*on\s*device\s*(\d+)`)
+	maAllocated = re(`Currently\s*allocated\s*:\s*` + sz)
+	maRequested = re(`Requested\s*:\s*` + sz)
+	maLimit     = re(`Device\s*limit\s*:\s*` + sz)
+	maFree      = re(`Free\s*\(according\s*to\s*CUDA\)\s*:\s*` + sz)
+	maAllowed   = re(`PyTorch\s*limit\s*\(set\s*by\s*user-supplied\s*memory\s*fraction\)\s*:\s*` + sz)
+)
+
+func parseMallocAsync(seg, line string, e *Explanation) {
+	seg = head(seg, 800)
+	if g := maDevice.FindStringSubmatch(seg); g != nil {
+		setDevice(e, g[1])
+	}
+	for _, x := range []struct {
+		re  *regexp.Regexp
+		dst **uint64
+	}{{maAllocated, &e.AllocatedByFrameworkBytes}, {maRequested, &e.RequestedBytes}, {maLimit, &e.TotalBytes}, {maFree, &e.FreeBytes}, {maAllowed, &e.AllowedBytes}} {
+		if g := x.re.FindStringSubmatch(seg); g != nil {
+			setSize(x.dst, g, 1)
+		}
+	}
+}
+
+// llama.cpp (and Ollama, which runs it): "allocating 8192.00 MiB on device
+// 0: cudaMalloc failed: out of memory", "failed to allocate CUDA0 buffer of
+// size 8589934592", "unable to allocate CUDA0 buffer".
+var (
+	llamaAlloc  = re(`^allocating\s*` + sz + `\s*on\s*device\s*(\d+)`)
+	llamaBuffer = re(`^failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)(\d*)\s*buffer\s*of\s*size\s*(\d+)`)
+	llamaUnable = re(`^unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)(\d*)`)
+)
+
+func parseLlama(seg, line string, e *Explanation) {
+	e.key = "llama.cpp"
+	if g := llamaAlloc.FindStringSubmatch(seg); g != nil {
+		setSize(&e.RequestedBytes, g, 1)
+		setDevice(e, g[4])
+	} else if g := llamaBuffer.FindStringSubmatch(seg); g != nil {
+		if g[1] != "" {
+			setDevice(e, g[1])
+		}
+		setUint(&e.RequestedBytes, g[2])
+	} else if g := llamaUnable.FindStringSubmatch(seg); g != nil && g[1] != "" {
+		setDevice(e, g[1])
+	}
+}
+
+// ONNX Runtime's arena: "Failed to allocate memory for requested buffer of size N".
+var ortSize = re(`^Failed\s*to\s*allocate\s*memory\s*for\s*requested\s*buffer\s*of\s*size\s*(\d+)`)
+
+func parseORT(seg, line string, e *Explanation) {
+	if g := ortSize.FindStringSubmatch(seg); g != nil {
+		setUint(&e.RequestedBytes, g[1])
+	}
+}
+
+// TensorRT: "Requested amount of GPU memory (N bytes) could not be allocated."
+var trtSize = re(`^Requested\s*amount\s*of\s*GPU\s*memory\s*\((\d+)\s*bytes\)`)
+
+func parseTRT(seg, line string, e *Explanation) {
+	if g := trtSize.FindStringSubmatch(seg); g != nil {
+		setUint(&e.RequestedBytes, g[1])
+	}
+}
+
+// Hugging Face TGI at warm-up: "Not enough memory to handle N prefill tokens."
+var tgiTokens = re(`^Not\s*enough\s*memory\s*to\s*handle\s*(\d+)\s*prefill\s*tokens`)
+
+func parseTGI(seg, line string, e *Explanation) {
+	if g := tgiTokens.FindStringSubmatch(seg); g != nil {
+		setUint(&e.PrefillTokens, g[1])
+	}
+}
+
+// TensorFlow eager: "ResourceExhaustedError: failed to allocate memory [Op:MatMul]".
+func parseTFFailed(seg, line string, e *Explanation) {
+	if g := tfDevice.FindStringSubmatch(head(seg, 400)); g != nil {
+		setDevice(e, g[1])
+	}
+	e.key = "tf-failed"
 }
 
 func submatches(s string, m []int) []string {

@@ -114,6 +114,19 @@ var explainCases = []struct {
 		"total_bytes": 85029615043.0, "requested_bytes": 76525579796.0, "gpu_memory_utilization": 0.9, "messages_found": 1.0}},
 	// The exact byte count beside the rounded size wins (20.01G would be 21485573816).
 	{"driver_exact.log", map[string]any{"found": true, "framework": "tensorflow", "requested_bytes": 21474836480.0, "messages_found": 1.0}},
+	{"pytorch_malloc_async.log", map[string]any{"found": true, "framework": "pytorch", "device": 0.0,
+		"allocated_by_framework_bytes": 8289286881.0, "requested_bytes": 2147483648.0, "total_bytes": 8364448809.0,
+		"free_bytes": 21957181.0, "messages_found": 1.0}}, // the limit 17179869184.00 GiB (2^64 bytes) does not fit: left out
+	{"pytorch_xpu.log", map[string]any{"found": true, "framework": "pytorch", "backend": "xpu", "device": 0.0,
+		"requested_bytes": 2147483648.0, "total_bytes": 16707422781.0, "allocated_by_framework_bytes": 14495514624.0,
+		"reserved_unallocated_bytes": 104857600.0, "messages_found": 1.0}},
+	{"pytorch_thc.log", map[string]any{"found": true, "framework": "cuda", "messages_found": 1.0}},
+	{"tensorflow_failed.log", map[string]any{"found": true, "framework": "tensorflow", "device": 0.0, "messages_found": 1.0}},
+	// Three lines of one failure: one message.
+	{"llama_cpp.log", map[string]any{"found": true, "framework": "llama.cpp", "device": 0.0, "requested_bytes": 8589934592.0, "messages_found": 1.0}},
+	{"onnxruntime.log", map[string]any{"found": true, "framework": "onnxruntime", "requested_bytes": 2147483648.0, "messages_found": 1.0}},
+	{"tensorrt.log", map[string]any{"found": true, "framework": "tensorrt", "requested_bytes": 4294967296.0, "messages_found": 1.0}},
+	{"tgi.log", map[string]any{"found": true, "framework": "tgi", "prefill_tokens": 4096.0, "messages_found": 1.0}},
 	{"none.log", map[string]any{"found": false}},
 }
 

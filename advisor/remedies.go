@@ -32,6 +32,10 @@ const (
 	// NoNumbers: an out-of-memory error that says no more (CUDA error,
 	// cuBLAS): find where memory ran out first.
 	NoNumbers
+	// LlamaCpp: llama.cpp and the servers built on it (Ollama).
+	LlamaCpp
+	// Serving: inference servers and runtimes (ONNX Runtime, TensorRT, TGI).
+	Serving
 )
 
 // SavingKind says how a remedy's saving is computed from the memory it acts on.
@@ -233,6 +237,55 @@ var remedyTable = []Remedy{
 		Cost: "communication, more GPUs", Effort: "easy",
 		How:     "--tensor-parallel-size 2",
 		Applies: VLLM,
+	},
+	{
+		Key: "llama_gpu_layers", Name: "llama.cpp: offload fewer layers to the GPU",
+		Kind: SavingNone, SavingWords: "the weights of the layers kept on the CPU",
+		Cost: "slower generation", Effort: "easy",
+		How:     "-ngl / --n-gpu-layers N with a smaller N (Ollama: num_gpu)",
+		Applies: LlamaCpp,
+	},
+	{
+		Key: "llama_context", Name: "llama.cpp: a smaller context",
+		Kind: SavingNone, SavingWords: "the KV cache shrinks with the context length",
+		Cost: "shorter prompts and answers", Effort: "easy",
+		How:     "-c / --ctx-size 4096 (Ollama: num_ctx)",
+		Applies: LlamaCpp,
+	},
+	{
+		Key: "llama_kv_quant", Name: "llama.cpp: quantized KV cache",
+		Kind: SavingNone, SavingWords: "~50% of the KV cache with q8_0",
+		Cost: "slight accuracy loss", Effort: "easy",
+		How:     "-ctk q8_0 -ctv q8_0 (needs -fa; Ollama: OLLAMA_KV_CACHE_TYPE=q8_0)",
+		Applies: LlamaCpp,
+	},
+	{
+		Key: "llama_smaller_quant", Name: "llama.cpp: a smaller quantization of the model",
+		Kind: SavingNone, SavingWords: "Q4_K_M is about half of Q8_0",
+		Cost: "some accuracy loss", Effort: "easy",
+		How:     "download the Q4_K_M (or Q5_K_M) GGUF of the model",
+		Applies: LlamaCpp,
+	},
+	{
+		Key: "ort_arena", Name: "ONNX Runtime: cap and tighten the arena",
+		Kind: SavingNone, SavingWords: "stops the arena from doubling past what is needed",
+		Cost: "slight", Effort: "easy",
+		How:     "CUDAExecutionProvider options gpu_mem_limit=<bytes> and arena_extend_strategy=kSameAsRequested",
+		Applies: Serving,
+	},
+	{
+		Key: "trt_workspace", Name: "TensorRT: a smaller workspace",
+		Kind: SavingNone, SavingWords: "the builder's scratch memory",
+		Cost: "possibly slower kernels", Effort: "easy",
+		How:     "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, <bytes>) (trtexec --memPoolSize=workspace:<MiB>)",
+		Applies: Serving,
+	},
+	{
+		Key: "tgi_prefill", Name: "TGI: smaller prefill batches",
+		Kind: SavingNone, SavingWords: "the activations of the largest prefill",
+		Cost: "lower throughput", Effort: "easy",
+		How:     "--max-batch-prefill-tokens lower (and --max-input-tokens, --max-total-tokens to match)",
+		Applies: Serving,
 	},
 }
 
