@@ -841,3 +841,40 @@ func TestBackgroundAndNoColor(t *testing.T) {
 		t.Error("NO_COLOR: the bars must still tell used from free by glyph")
 	}
 }
+
+func TestPageKeysAndScrolling(t *testing.T) {
+	snap := fixture(t, &fakeSource{start: fixedStart, ngpu: 2, nprocs: 40}, time.Minute)
+	m := newReady(snap, [2]int{100, 30})
+	keys(m, "tab")
+	n := len(m.procs.rows)
+	if n < 80 {
+		t.Fatalf("want many rows, got %d", n)
+	}
+	send(m, tea.KeyPressMsg{Code: tea.KeyPgDown})
+	page := m.procs.sel
+	if page < 5 {
+		t.Fatalf("pgdown moved to %d", page)
+	}
+	keys(m, "G")
+	if m.procs.sel != n-1 || m.procs.off == 0 {
+		t.Errorf("G: sel %d off %d of %d rows", m.procs.sel, m.procs.off, n)
+	}
+	if !strings.Contains(screenText(m), m.procs.rows[n-1].proc.Command) {
+		t.Error("the last row should be on screen after G")
+	}
+	checkFits(t, m, 100, 30)
+	keys(m, "g")
+	if m.procs.sel != 0 || m.procs.off != 0 {
+		t.Errorf("g: sel %d off %d", m.procs.sel, m.procs.off)
+	}
+	send(m, tea.KeyPressMsg{Code: tea.KeyPgDown}, tea.KeyPressMsg{Code: tea.KeyPgUp})
+	if m.procs.sel != 0 {
+		t.Errorf("pgdown then pgup should come back to 0, got %d", m.procs.sel)
+	}
+	// The wheel scrolls even while the GPUs have the focus.
+	keys(m, "tab")
+	send(m, tea.MouseWheelMsg{Button: tea.MouseWheelDown}, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if m.procs.sel != 6 {
+		t.Errorf("two wheel notches should move 6 rows, got %d", m.procs.sel)
+	}
+}
