@@ -177,3 +177,32 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetCommandPrometheusDown: with nothing listening, `vramtop fleet
+// --once --json` still prints the document, with the error, and exits 1.
+func TestFleetCommandPrometheusDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs vramtop")
+	}
+	vramtop := buildVramtop(t)
+	url := "http://" + promtest.FreeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, vramtop, "fleet", "--prometheus", url, "--once", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("vramtop fleet with Prometheus down: %v, want exit status 1\n%s", err, stderr.String())
+	}
+	var snap sampler.Snapshot
+	if err := json.Unmarshal(stdout.Bytes(), &snap); err != nil {
+		t.Fatalf("no JSON document: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(snap.Err, "connection refused") || len(snap.Devices) != 0 {
+		t.Errorf("error %q with %d devices, want connection refused and none", snap.Err, len(snap.Devices))
+	}
+	if msg := strings.TrimSpace(stderr.String()); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "connection refused") {
+		t.Errorf("stderr %q, want one line with the cause", msg)
+	}
+}
