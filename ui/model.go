@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -200,6 +201,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
+	case tea.PasteMsg:
+		if m.filtering {
+			m.filter.Update(tea.KeyPressMsg{Text: strings.Map(func(r rune) rune {
+				if r == '\n' || r == '\r' || r == '\t' {
+					return ' '
+				}
+				return r
+			}, msg.Content)})
+			m.procs.filter = m.filter.Value()
+			m.procs.refresh(m.view)
+		}
 	case tea.MouseWheelMsg:
 		switch {
 		case m.screen != screenMain || m.showHelp:

@@ -349,7 +349,9 @@ func TestFilter(t *testing.T) {
 	if m.procs.filter != "" || len(m.procs.rows) < 5 {
 		t.Error("esc should clear the filter")
 	}
-	keys(m, "/", "t", "r", "a", "i", "n", "enter")
+	keys(m, "/")
+	send(m, tea.PasteMsg{Content: "tra"})
+	keys(m, "i", "n", "enter")
 	if len(m.procs.rows) != 1 || !strings.Contains(m.procs.rows[0].proc.Command, "train") {
 		t.Errorf("filter by command: %d rows", len(m.procs.rows))
 	}
