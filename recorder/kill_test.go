@@ -23,6 +23,15 @@ var (
 	buildOut  []byte
 )
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // vramtop builds the command once for the tests that run it as a user
 // would.
 func vramtop(t *testing.T) string {

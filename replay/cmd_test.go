@@ -23,6 +23,15 @@ var (
 	buildOut  []byte
 )
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 func vramtop(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
