@@ -93,7 +93,7 @@ func (d detailView) View() string {
 	legend := d.st.Dim.Render(fmt.Sprintf("last %s, peak per column · ┈ warn %.0f%% / crit %.0f%% · z: span · esc: back",
 		fmtSpan(d.shownSpan(dev)), d.th.Warn, d.th.Crit))
 	if isProc {
-		legend = d.st.Dim.Render("bright: this process · dim: whole GPU · ") + legend
+		legend = d.st.Dim.Render("line: this process · dots: whole GPU · ") + legend
 	}
 	head = append(head, legend)
 	for i := range head {
@@ -143,6 +143,8 @@ func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, 
 	if isProc {
 		spec.lines = [][]float64{devLine, series(proc.History, from, to, cols)}
 		spec.colors = []asciigraph.AnsiColor{asciigraph.DarkGray, asciigraph.DodgerBlue}
+		// The whole GPU in dots, so the two lines differ without colour.
+		spec.chars = []asciigraph.CharSet{asciigraph.CreateCharSet("·")}
 		if d.st.noColor {
 			spec.colors = nil
 		}

@@ -154,6 +154,7 @@ type plotSpec struct {
 	th            advisor.Thresholds
 	lines         [][]float64 // data series, drawn over the threshold lines
 	colors        []asciigraph.AnsiColor
+	chars         []asciigraph.CharSet // per line; the default box drawing where absent
 	xAxis         time.Duration // >0: draw a time axis spanning this long, ending "now"
 }
 
@@ -226,7 +227,11 @@ func plot(st Styles, spec plotSpec) string {
 	}
 	for i, l := range spec.lines {
 		data = append(data, l)
-		charSets = append(charSets, asciigraph.DefaultCharSet)
+		cs := asciigraph.DefaultCharSet
+		if i < len(spec.chars) {
+			cs = spec.chars[i]
+		}
+		charSets = append(charSets, cs)
 		c := asciigraph.Default
 		if i < len(spec.colors) {
 			c = spec.colors[i]
