@@ -155,7 +155,7 @@ type plotSpec struct {
 	lines         [][]float64 // data series, drawn over the threshold lines
 	colors        []asciigraph.AnsiColor
 	chars         []asciigraph.CharSet // per line; the default box drawing where absent
-	xAxis         time.Duration // >0: draw a time axis spanning this long, ending "now"
+	xAxis         time.Duration        // >0: draw a time axis spanning this long, ending "now"
 }
 
 // plotLabel formats a y axis value.
