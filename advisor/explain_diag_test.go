@@ -61,6 +61,22 @@ func TestExplainPrefixesAndWrapping(t *testing.T) {
 	}
 }
 
+func TestExplainLongLogAndSplitKeyword(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 20000; i++ {
+		b.WriteString("2026-11-29 10:00:00,000 INFO step 12 loss 0.1234 lr 3e-4 12.34 GiB\n")
+	}
+	// The only "memory" of the message is broken by a terminal wrap.
+	b.WriteString("RuntimeError: CUDA error: out of mem\nory\n")
+	for i := 0; i < 100; i++ {
+		b.WriteString("shutting down\n")
+	}
+	e := Explain(b.String())
+	if !e.Found || e.Framework != "cuda" || e.Line != 20001 || e.MessagesFound != 1 {
+		t.Errorf("got found=%v framework=%q line=%d messages=%d", e.Found, e.Framework, e.Line, e.MessagesFound)
+	}
+}
+
 func TestExplainReportsLineOfLastMessage(t *testing.T) {
 	e := Explain(readLog(t, "several.log"))
 	if e.Line != 6 || e.MessagesFound != 3 {
