@@ -17,8 +17,9 @@ func init() {
 // stdin is where `vramtop explain` reads a log from when no file is named.
 var stdin io.Reader = os.Stdin
 
-// maxLog bounds how much of a log explain reads.
-const maxLog = 256 << 20
+// maxLog bounds how much of a log explain reads: the last maxLog bytes of
+// a file.
+var maxLog int64 = 256 << 20
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vramtop explain", flag.ContinueOnError)
@@ -63,6 +64,12 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		defer f.Close()
 		in = f
+		// The crash is at the end of a log: read the last maxLog bytes of a big one.
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxLog {
+			if _, err := f.Seek(st.Size()-maxLog, io.SeekStart); err == nil {
+				fmt.Fprintf(stderr, "vramtop explain: %s is larger than %s; reading its last %s (line numbers count from there)\n", name, advisor.FormatBytes(uint64(maxLog)), advisor.FormatBytes(uint64(maxLog)))
+			}
+		}
 	}
 	data, err := io.ReadAll(io.LimitReader(in, maxLog))
 	if err != nil {

@@ -130,3 +130,31 @@ func TestExplainCommandLiveDemo(t *testing.T) {
 		t.Errorf("text lacks the freest GPU:\n%s", txt)
 	}
 }
+
+func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
+	old := maxLog
+	maxLog = 64 << 10
+	defer func() { maxLog = old }()
+	oom, err := os.ReadFile(explainLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first OOM that falls outside the last 64 KiB, and the last one inside.
+	first := "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 7; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.75 MiB free; 14.60 GiB reserved in total by PyTorch)\n"
+	big := first + strings.Repeat("step done\n", 20000) + string(oom)
+	name := filepath.Join(t.TempDir(), "big.log")
+	if err := os.WriteFile(name, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runExplainArgs(t, "", "--json", name)
+	if code != 0 || !strings.Contains(errOut, "reading its last") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["device"] != 1.0 || m["messages_found"] != 1.0 {
+		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
+	}
+}

@@ -139,6 +139,12 @@ func TestExplainDiagnosisAndRanking(t *testing.T) {
 			first: "expandable segments", diagnosis: "memory fraction limit (6 GiB allowed)",
 		},
 		{
+			name: "TensorFlow allocator with enough in total but not in one piece",
+			log: "W tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 256.00MiB (rounded to 268435456)requested by op Conv2D\n" +
+				"I tensorflow/core/common_runtime/bfc_allocator.cc:1101] Stats: \nLimit:                     14674281152\nInUse:                     13537375744\n",
+			first: "TensorFlow: the CUDA async allocator", diagnosis: "not in one piece",
+		},
+		{
 			name:  "no numbers: find the failing line first",
 			log:   "RuntimeError: CUDA error: out of memory",
 			first: "find where memory really ran out", diagnosis: "CUDA_LAUNCH_BLOCKING=1",

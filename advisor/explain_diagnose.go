@@ -349,7 +349,17 @@ func diagnoseFramework(e *Explanation) {
 	switch e.Framework {
 	case "tensorflow":
 		why = append(why, "TensorFlow takes nearly all of a card at start unless memory growth is on: two TensorFlow processes on one card, or one beside other work, run out this way.")
-		add(TensorFlowRemedies()...)
+		tf := TensorFlowRemedies()
+		if d := e.Derived; short == 0 && d != nil && d.AllocatorFreeBytes != nil && e.RequestedBytes != nil && *d.AllocatorFreeBytes >= *e.RequestedBytes {
+			// Enough in total, not in one piece: the async allocator first.
+			for i, r := range tf {
+				if strings.Contains(r.How, "cuda_malloc_async") {
+					tf = append(append([]RemedyEstimate{r}, tf[:i]...), tf[i+1:]...)
+					break
+				}
+			}
+		}
+		add(tf...)
 	case "jax":
 		why = append(why, "JAX preallocates 75% of a card at start: a second JAX process on the card, or other work beside it, runs out this way.")
 		add(estimates(JAX, 0)...)

@@ -176,6 +176,13 @@ var remedyTable = []Remedy{
 		Applies: TensorFlow,
 	},
 	{
+		Key: "tf_malloc_async", Name: "TensorFlow: the CUDA async allocator",
+		Kind: SavingNone, SavingWords: "avoids fragmentation in the BFC allocator",
+		Cost: "none", Effort: "easy",
+		How:     "TF_GPU_ALLOCATOR=cuda_malloc_async",
+		Applies: TensorFlow,
+	},
+	{
 		Key: "release_references", Name: "keep no memory alive needlessly",
 		Kind: SavingNone, SavingWords: "what stale references hold",
 		Cost: "none", Effort: "easy",
