@@ -175,12 +175,18 @@ func (m *Model) bannerView() string {
 	return strings.Join(lines, "\n")
 }
 
-// alertText is the alert's message; for an alert on a whole GPU it adds the
-// process that grew most there, when one did.
+// alertText is the alert's message; for a GPU filling up (the threshold,
+// time-to-full and spike-headroom rules) it adds the process that grew most
+// there, when one did and the message does not name it already.
 func (m *Model) alertText(a advisor.Alert) string {
 	msg := a.Message
 	if msg == "" {
 		msg = a.Rule + " on GPU " + a.DeviceID
+	}
+	switch a.Rule {
+	case "threshold", "time_to_full", "spike_headroom":
+	default:
+		return msg
 	}
 	if a.PID != 0 || a.DeviceID == "" {
 		return msg
@@ -189,7 +195,7 @@ func (m *Model) alertText(a advisor.Alert) string {
 	if !ok {
 		return msg
 	}
-	if p, grew, ok := grewMost(d, m.snap.Time, defaultSpan); ok {
+	if p, grew, ok := grewMost(d, m.snap.Time, defaultSpan); ok && !strings.Contains(msg, fmt.Sprintf("PID %d ", p.PID)) {
 		msg += fmt.Sprintf(" · grew most: PID %d %s (+%s in %s)", p.PID, firstWord(p.Command), fmtBytes(grew), fmtSpan(defaultSpan))
 	}
 	return msg

@@ -880,3 +880,23 @@ func TestPageKeysAndScrolling(t *testing.T) {
 		t.Errorf("two wheel notches should move 6 rows, got %d", m.procs.sel)
 	}
 }
+
+func TestGrewMostOnlyForFillingAlerts(t *testing.T) {
+	m, _ := newTestModel(Options{})
+	m.observe = func(sampler.Snapshot) []advisor.Alert {
+		return []advisor.Alert{
+			{Rule: "other_tenants", Severity: advisor.Info, DeviceID: "0", Message: "tenants on GPU 0"},
+			{Rule: "time_to_full", Severity: advisor.Warn, DeviceID: "0", Message: "GPU 0 full in ~9 min, mostly PID 4100 (alice)"},
+		}
+	}
+	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(fakeSnap(t, 4)))
+	s := screenText(m)
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "tenants on GPU 0") && strings.Contains(l, "grew most") {
+			t.Errorf("a tenants alert is not about growth: %q", l)
+		}
+		if strings.Contains(l, "full in ~9 min") && strings.Contains(l, "grew most") {
+			t.Errorf("the message names PID 4100 already: %q", l)
+		}
+	}
+}
