@@ -2,6 +2,7 @@ package advisor
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,4 +113,26 @@ func TestPickSkipsMIGParentsAndFailedGPUs(t *testing.T) {
 	if _, err := PickDevices(empty, PickOptions{}); err == nil || !strings.Contains(err.Error(), "driver not loaded") {
 		t.Errorf("a failed read: %v", err)
 	}
+}
+
+// FuzzParseByteSize: never panics; a plain byte count reads as itself, and
+// the same number with a unit reads as that many units.
+func FuzzParseByteSize(f *testing.F) {
+	for _, s := range []string{"20GiB", "1.5TiB", "512M", "0", "18446744073709551615", "1e3", "-1", " 7 kb "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseByteSize(s)
+		if err != nil {
+			return
+		}
+		if u, perr := strconv.ParseUint(strings.TrimSpace(s), 10, 64); perr == nil && u != n {
+			t.Fatalf("%q read as %d, want %d", s, n, u)
+		}
+		if n < 1<<20 && !strings.Contains(s, ".") {
+			if m, err := ParseByteSize(s + "KiB"); strings.TrimSpace(s) == s && err == nil && m != n*oneKiB {
+				t.Fatalf("%q KiB read as %d, want %d", s, m, n*oneKiB)
+			}
+		}
+	})
 }
