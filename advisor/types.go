@@ -58,6 +58,28 @@ const (
 )
 
 // Rules lists the alert rules in their display order (for equal severity).
+// With the defaults of DefaultConfig:
+//
+//   - threshold (warn/crit): used ≥ 80% / 90% of the card, over the highest
+//     reading of the last minute (a 300 ms spike holds it); clears 2 points
+//     below the line. Names the largest process.
+//   - time_to_full (warn; crit within 15 min): a least-squares line over
+//     the last 10 min (at least 3 min of history, R² ≥ 0.8, the last third
+//     still climbing at half the rate) reaches the free memory within 2 h.
+//     Names the process that grows most.
+//   - spike_headroom (crit): a process's peak of the last 10 min minus its
+//     use now exceeds the free memory (and 256 MiB).
+//   - leak_suspect (warn): a process whose memory never dropped over the
+//     last 10 min, grew ≥ 256 MiB, and rose in 3 of its 4 quarters.
+//   - other_tenants (info; warn over a line): processes of other users (or
+//     of other PID namespaces) holding ≥ 1 GiB each on a GPU where the user
+//     has a process. Needs Config.User.
+//   - unattributed (info; warn over a line): ≥ 1 GiB used by no visible
+//     process.
+//   - idle_holder (info; warn over a line): a process holding ≥ 2 GiB at
+//     ≤ 1% utilization (its own, else the GPU's) for 30 min. Monitor only.
+//   - freer_gpu (info): a GPU over a line, and another of the same host with
+//     twice its free memory and 8 GiB more: CUDA_VISIBLE_DEVICES=N.
 var Rules = []string{
 	RuleThreshold, RuleTimeToFull, RuleSpikeHeadroom, RuleLeakSuspect,
 	RuleOtherTenants, RuleUnattributed, RuleIdleHolder, RuleFreerGPU,
