@@ -145,6 +145,14 @@ func TestExplainDiagnosisAndRanking(t *testing.T) {
 			first: "TensorFlow: the CUDA async allocator", diagnosis: "not in one piece",
 		},
 		{
+			name: "the memory fraction limit ran out while the card had room",
+			log: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 80.00 GiB of which 30.00 GiB is free. " +
+				"Including non-PyTorch memory, this process has 40.00 GiB memory in use. 40.00 GiB allowed; Of the allocated memory 39.00 GiB is allocated by PyTorch, " +
+				"and 100.00 MiB is reserved by PyTorch but unallocated.",
+			first: "raise the per-process memory fraction", diagnosis: "memory fraction limit while the card had memory free",
+			notCovered: "expandable segments",
+		},
+		{
 			name:  "no numbers: find the failing line first",
 			log:   "RuntimeError: CUDA error: out of memory",
 			first: "find where memory really ran out", diagnosis: "CUDA_LAUNCH_BLOCKING=1",

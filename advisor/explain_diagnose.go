@@ -21,6 +21,9 @@ func sub(a, b uint64) (uint64, bool) { return a - b, a >= b }
 // add returns a + b unless it overflows.
 func add(a, b uint64) (uint64, bool) { return a + b, a+b >= a }
 
+// add2 is add, for where add is shadowed.
+func add2(a, b uint64) (uint64, bool) { return add(a, b) }
+
 // derive works out the figures the message implies but does not state.
 func (e *Explanation) derive() *Derived {
 	d := &Derived{}
@@ -209,6 +212,9 @@ func diagnose(e *Explanation) {
 	// A log does not tell the command that ran: name none.
 	for i := range e.Remedies {
 		e.Remedies[i].How = strings.ReplaceAll(e.Remedies[i].How, "python train.py", "<your command>")
+		if e.Backend == "hip" { // ROCm builds read their own variable
+			e.Remedies[i].How = strings.ReplaceAll(e.Remedies[i].How, "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
+		}
 	}
 }
 
@@ -311,7 +317,11 @@ func diagnoseFramework(e *Explanation) {
 		nOthers--
 	}
 	if e.Derived != nil && e.Derived.OtherProcessesBytes != nil {
-		parts = append(parts, fmt.Sprintf("%d other process(es) %s", nOthers, B(*e.Derived.OtherProcessesBytes)))
+		p := fmt.Sprintf("%d other process(es) %s", nOthers, B(*e.Derived.OtherProcessesBytes))
+		if nOthers > 1 {
+			p += " (derived: their sum)"
+		}
+		parts = append(parts, p)
 	} else if e.Derived != nil && e.Derived.OutsideBytes != nil && *e.Derived.OutsideBytes >= roundingNoise {
 		of := "reserved"
 		if e.ThisProcessBytes != nil || e.Derived.LikelyThisProcessPID != nil {
@@ -327,6 +337,24 @@ func diagnoseFramework(e *Explanation) {
 			why = append(why, fmt.Sprintf("The message names no process as this one (in a container PyTorch sees host PIDs); process %d holds about what this process reserved, so it is most likely this process (derived).", *e.Derived.LikelyThisProcessPID))
 		} else {
 			why = append(why, "The message names no process as this one (in a container PyTorch sees host PIDs): one of the listed processes may be this process.")
+		}
+	}
+
+	// A memory fraction limit reached before the card was full.
+	if r := e.reserved(); e.Framework == "pytorch" && r != nil && e.AllowedBytes != nil && e.RequestedBytes != nil {
+		if need, ok := add2(*r, *e.RequestedBytes); ok && need > *e.AllowedBytes && val(e.FreeBytes) > 0 {
+			why = append(why, fmt.Sprintf("The allocator's %s reserved plus the %s request pass the %s allowed by the memory fraction limit while the card had memory free (derived).",
+				B(*r), B(*e.RequestedBytes), B(*e.AllowedBytes)))
+			if r, ok := remedyByKey("memory_fraction"); ok {
+				// At most what the card had free, and what lies above the limit.
+				room := *e.FreeBytes
+				if e.TotalBytes != nil {
+					if above, ok := sub(*e.TotalBytes, *e.AllowedBytes); ok {
+						room = min(room, above)
+					}
+				}
+				add(r.Estimate(room))
+			}
 		}
 	}
 

@@ -183,6 +183,13 @@ var remedyTable = []Remedy{
 		Applies: TensorFlow,
 	},
 	{
+		// Offered by the explainer when a memory fraction limit is what ran out.
+		Key: "memory_fraction", Name: "raise the per-process memory fraction",
+		Kind: SavingHeld, SavingWords: "the free memory above the limit",
+		Cost: "less room for other processes", Effort: "easy",
+		How: "torch.cuda.set_per_process_memory_fraction(f) with a larger f, or without the call",
+	},
+	{
 		Key: "release_references", Name: "keep no memory alive needlessly",
 		Kind: SavingNone, SavingWords: "what stale references hold",
 		Cost: "none", Effort: "easy",
