@@ -64,9 +64,8 @@ type Explanation struct {
 	Remedies  []RemedyEstimate `json:"remedies,omitempty"`
 	Live      *LiveView        `json:"live,omitempty"`
 
-	kind   fmtKind
-	key    string
-	endPos int
+	kind fmtKind
+	key  string
 }
 
 // ProcessMemory is one "Process P has X memory in use" of a PyTorch message.
@@ -180,7 +179,6 @@ func Explain(log string) Explanation {
 		lastLine := f.lineAt(max(h.start, h.end-1))
 		e.Message = f.excerpt(li, lastLine, 400)
 		h.fm.parse(f.text[h.start:segEnd], f.raw[li], &e)
-		e.endPos = end
 		msgs = append(msgs, e)
 	}
 	msgs = fold(msgs)

@@ -78,7 +78,7 @@ func cleanLines(log string) []cleanLine {
 			continue
 		}
 		for _, part := range strings.Split(raw, "\r") { // progress bars redraw with \r
-			for _, dec := range decodeLine(part) {
+			for _, dec := range decodeNested(part, 3) {
 				for _, l := range strings.Split(strings.ReplaceAll(dec, "\r", "\n"), "\n") {
 					raw := stripControl(stripANSI(l))
 					out = append(out, cleanLine{text: stripPrefixes(raw), raw: raw, src: i})
@@ -132,6 +132,23 @@ func relevantLines(lines []string) []bool {
 		}
 	}
 	return keep
+}
+
+// decodeNested decodes a line, then what it carries, up to depth times: a
+// JSON record whose message is itself a JSON record or escaped text (a
+// container runtime's log of an application's JSON log).
+func decodeNested(line string, depth int) []string {
+	out := decodeLine(line)
+	if depth <= 1 || len(out) == 1 && out[0] == line {
+		return out
+	}
+	var all []string
+	for _, o := range out {
+		for _, l := range strings.Split(o, "\n") {
+			all = append(all, decodeNested(l, depth-1)...)
+		}
+	}
+	return all
 }
 
 // decodeLine returns the text a line carries: the string values of a JSON
