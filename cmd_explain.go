@@ -29,8 +29,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	sf.add(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
-			"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS),\n"+
-			"says where the memory went and what to try. Reads stdin when FILE is absent or \"-\".\n"+
+			"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS,\n"+
+			"llama.cpp, ONNX Runtime, TensorRT, TGI), says where the memory went and what to try.\nReads stdin when FILE is absent or \"-\".\n"+
 			"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags.\n\n")
 		fs.PrintDefaults()
 	}

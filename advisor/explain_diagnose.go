@@ -292,7 +292,7 @@ func diagnoseFramework(e *Explanation) {
 			why = append(why, fmt.Sprintf("%s could not allocate %s on %s.", e.frameworkName(), req, e.gpu()))
 		}
 	} else {
-		why = append(why, fmt.Sprintf("%s ran out of memory on %s; the message gives no numbers.", e.frameworkName(), e.gpu()))
+		why = append(why, fmt.Sprintf("%s ran out of memory on %s; the message gives no numbers. Run vramtop to see what holds the card.", e.frameworkName(), e.gpu()))
 	}
 
 	// Where the memory went.
@@ -413,6 +413,7 @@ func diagnoseFramework(e *Explanation) {
 	if haveOthers {
 		tenR = TenantRemedies(others, "")
 	}
+	noNumbers := e.RequestedBytes == nil && e.FreeBytes == nil && e.AllocatedByFrameworkBytes == nil
 	// The cause that covers the shortfall first; else the larger one.
 	if !fragCovers && (othersCover || (haveOthers && others > val(cache))) {
 		add(tenR...)
@@ -432,6 +433,9 @@ func diagnoseFramework(e *Explanation) {
 		}
 	default:
 		add(TrainingRemediesFor(e.Framework, pb)...)
+		if noNumbers { // who else holds the card is as likely a cause
+			add(TenantRemedies(0, "")...)
+		}
 		add(HabitRemedies()...)
 	}
 	e.Diagnosis = strings.Join(why, " ")
