@@ -338,6 +338,7 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 			continue
 		}
 		b := get(smp.Metric)
+		b.info.NoProcessList = true
 		v := bytesOf(smp.Value * (1 << 20))
 		switch smp.Metric["__name__"] {
 		case "DCGM_FI_DEV_FB_TOTAL":

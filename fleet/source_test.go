@@ -245,6 +245,11 @@ func TestFleetVramtopAndDCGMHosts(t *testing.T) {
 	if len(v100.Processes) != 0 {
 		t.Errorf("dcgm-only device has processes: %+v", v100.Processes)
 	}
+	// Without a process list nobody knows who holds the memory: unattributed
+	// is unknown, not all of the used memory.
+	if !v100.NoProcessList || v100.Unattributed != nil {
+		t.Errorf("dcgm-only device: no_process_list %v, unattributed %v; want true and absent", v100.NoProcessList, v100.Unattributed)
+	}
 
 	b, err := json.Marshal(snap)
 	if err != nil {

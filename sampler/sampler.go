@@ -421,7 +421,7 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		dev := Device{
 			ID: d.info.ID, Index: d.info.Index, Hostname: d.info.Hostname,
 			Name: d.info.Name, UUID: d.info.UUID, PCIBusID: d.info.PCIBusID,
-			MIGEnabled: d.info.MIGEnabled, MIG: d.info.MIG,
+			MIGEnabled: d.info.MIGEnabled, MIG: d.info.MIG, NoProcessList: d.info.NoProcessList,
 			History: d.ring.Window(),
 		}
 		dev.PeakUsed = dev.History.Max()
@@ -524,7 +524,7 @@ func sortProcesses(ps []Process) {
 // unattributed is used memory minus what the live processes account for; nil
 // when a process's usage is unknown or the device is a MIG parent.
 func unattributed(d Device) *uint64 {
-	if d.MIGEnabled || d.Err != "" && d.MemoryTotal == 0 {
+	if d.MIGEnabled || d.NoProcessList || d.Err != "" && d.MemoryTotal == 0 {
 		return nil
 	}
 	var sum uint64

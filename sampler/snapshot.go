@@ -69,6 +69,9 @@ type Device struct {
 	MIG        *MIGInfo `json:"mig,omitempty"`
 
 	Processes []Process `json:"processes"`
+	// NoProcessList is true where the source cannot list this device's
+	// processes (a host seen only through dcgm-exporter).
+	NoProcessList bool `json:"no_process_list,omitempty"`
 
 	// Err marks a device that failed this poll (lost, no permission, ...);
 	// the other devices keep reporting.

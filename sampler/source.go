@@ -52,6 +52,10 @@ type DeviceInfo struct {
 	PCIBusID   string
 	MIGEnabled bool
 	MIG        *MIGInfo
+	// NoProcessList is true where the source cannot list the device's
+	// processes (a host seen only through dcgm-exporter): its unattributed
+	// memory is then unknown, not all of it.
+	NoProcessList bool
 }
 
 // MemSample is one reading of a device. Fields with a Has flag are optional.
