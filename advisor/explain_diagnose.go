@@ -193,6 +193,7 @@ var frameworkNames = map[string]string{
 	"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX/XLA", "vllm": "vLLM",
 	"mps": "PyTorch (Apple MPS)", "cuda": "CUDA", "cublas": "cuBLAS", "cudnn": "cuDNN",
 	"llama.cpp": "llama.cpp", "onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT", "tgi": "TGI (text-generation-inference)",
+	"cupy": "CuPy", "paddle": "PaddlePaddle", "sglang": "SGLang",
 }
 
 func (e *Explanation) frameworkName() string {
@@ -396,11 +397,14 @@ func diagnoseFramework(e *Explanation) {
 	case "llama.cpp":
 		why = append(why, "llama.cpp needs room for the offloaded layers' weights, the KV cache (which grows with the context) and compute buffers.")
 		add(estimates(LlamaCpp, 0)...)
-	case "onnxruntime", "tensorrt", "tgi":
+	case "onnxruntime", "tensorrt", "tgi", "sglang":
+		if e.Framework == "sglang" {
+			why = append(why, "SGLang found too little memory for its KV cache pool after the weights, within --mem-fraction-static of the card.")
+		}
 		if e.PrefillTokens != nil {
 			why = append(why, fmt.Sprintf("TGI could not fit a prefill of %d tokens at warm-up after loading the weights.", *e.PrefillTokens))
 		}
-		key := map[string]string{"onnxruntime": "ort_arena", "tensorrt": "trt_workspace", "tgi": "tgi_prefill"}[e.Framework]
+		key := map[string]string{"onnxruntime": "ort_arena", "tensorrt": "trt_workspace", "tgi": "tgi_prefill", "sglang": "sglang_mem_fraction"}[e.Framework]
 		if r, ok := remedyByKey(key); ok {
 			add(r.Estimate(0))
 		}
@@ -425,7 +429,14 @@ func diagnoseFramework(e *Explanation) {
 	switch e.Framework {
 	case "llama.cpp":
 		add(TenantRemedies(0, "")...)
-	case "onnxruntime", "tensorrt", "tgi":
+	case "cupy":
+		for _, k := range []string{"cupy_chunks", "cupy_pool"} {
+			if r, ok := remedyByKey(k); ok {
+				add(r.Estimate(0))
+			}
+		}
+		add(TenantRemedies(0, "")...)
+	case "onnxruntime", "tensorrt", "tgi", "sglang":
 		for _, r := range InferenceRemedies(pb) {
 			if !strings.Contains(r.Name, "inference_mode") {
 				add(r)

@@ -14,7 +14,10 @@ func re(p string) *regexp.Regexp { return regexp.MustCompile(p) }
 var formats = []oomFormat{
 	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS},
 	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), accept: acceptPyTorch, parse: parsePyTorch},
-	{framework: "pytorch", anchor: re(`Allocation\s*on\s*device\s*\d+\s*would\s*exceed\s*allowed\s*memory`), parse: parseMallocAsync},
+	{framework: "pytorch", anchor: re(`Allocation\s*on\s*device\s*\d+\s*would\s*exceed\s*allowed\s*memory|(?:OutOfMemoryError:|Exception\s*during\s*processing\s*!!!)\s*Allocation\s*on\s*device`), parse: parseMallocAsync},
+	{framework: "cupy", anchor: re(`(?:OutOfMemoryError:\s*)?Out\s*of\s*memory\s*allocating\s*\d{1,3}(?:,\d{3})+\s*bytes|OutOfMemoryError:\s*Out\s*of\s*memory\s*allocating\s*\d+\s*bytes\s*\(allocated\s*so\s*far`), parse: parseCuPy},
+	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle},
+	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing},
 	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
 	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory`), parse: parseCUDAError},
 	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer`), parse: parseLlama},
@@ -188,7 +191,7 @@ func acceptPyTorch(before, seg string) bool {
 // GiB Free (according to CUDA): 20.94 MiB PyTorch limit (set by
 // user-supplied memory fraction) : 17179869184.00 GiB".
 var (
-	maDevice    = re(`^Allocation\s*on\s*device\s*(\d+)`)
+	maDevice    = re(`Allocation\s*on\s*device\s*(\d+)`)
 	maAllocated = re(`Currently\s*allocated\s*:\s*` + sz)
 	maRequested = re(`Requested\s*:\s*` + sz)
 	maLimit     = re(`Device\s*limit\s*:\s*` + sz)
@@ -205,6 +208,48 @@ func parseMallocAsync(seg, line string, e *Explanation) {
 		re  *regexp.Regexp
 		dst **uint64
 	}{{maAllocated, &e.AllocatedByFrameworkBytes}, {maRequested, &e.RequestedBytes}, {maLimit, &e.TotalBytes}, {maFree, &e.FreeBytes}, {maAllowed, &e.AllowedBytes}} {
+		if g := x.re.FindStringSubmatch(seg); g != nil {
+			setSize(x.dst, g, 1)
+		}
+	}
+}
+
+// CuPy: "Out of memory allocating 1,073,741,824 bytes (allocated so far:
+// 2,147,483,648 bytes)."
+var (
+	cupyRequest   = re(`Out\s*of\s*memory\s*allocating\s*(\d{1,3}(?:,\d{3})+|\d+)\s*bytes`)
+	cupyAllocated = re(`allocated\s*so\s*far:\s*(\d{1,3}(?:,\d{3})+|\d+)\s*bytes`)
+)
+
+func parseCuPy(seg, line string, e *Explanation) {
+	seg = head(seg, 300)
+	if g := cupyRequest.FindStringSubmatch(seg); g != nil {
+		setUint(&e.RequestedBytes, strings.ReplaceAll(g[1], ",", ""))
+	}
+	if g := cupyAllocated.FindStringSubmatch(seg); g != nil {
+		setUint(&e.AllocatedByFrameworkBytes, strings.ReplaceAll(g[1], ",", ""))
+	}
+}
+
+// PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 1.000000GB
+// memory on GPU 0, 15.437500GB memory has been allocated and available
+// memory is only 70.750000MB."
+var (
+	paddleDevice    = re(`^Out\s*of\s*memory\s*error\s*on\s*GPU\s*(\d+)`)
+	paddleRequest   = re(`Cannot\s*allocate\s*` + sz)
+	paddleAllocated = re(sz + `\s*memory\s*has\s*been\s*allocated`)
+	paddleFree      = re(`available\s*memory\s*is\s*only\s*` + sz)
+)
+
+func parsePaddle(seg, line string, e *Explanation) {
+	seg = head(seg, 500)
+	if g := paddleDevice.FindStringSubmatch(seg); g != nil {
+		setDevice(e, g[1])
+	}
+	for _, x := range []struct {
+		re  *regexp.Regexp
+		dst **uint64
+	}{{paddleRequest, &e.RequestedBytes}, {paddleAllocated, &e.AllocatedByFrameworkBytes}, {paddleFree, &e.FreeBytes}} {
 		if g := x.re.FindStringSubmatch(seg); g != nil {
 			setSize(x.dst, g, 1)
 		}

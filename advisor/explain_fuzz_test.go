@@ -11,7 +11,10 @@ import (
 	"unicode/utf8"
 )
 
-var fuzzNumRE = regexp.MustCompile(`^\d+(?:\.\d+)?`)
+var (
+	fuzzNumRE     = regexp.MustCompile(`^\d+(?:\.\d+)?`)
+	fuzzGroupedRE = regexp.MustCompile(`^\d{1,3}(?:,\d{3})+`)
+)
 
 // statedValues returns every byte count that a decimal number in text can
 // stand for: the number in bytes, KiB, MiB, GiB, TiB or PiB, rounded half
@@ -27,6 +30,9 @@ func statedValues(text string) map[uint64]bool {
 		}
 		tok := fuzzNumRE.FindString(text[i:])
 		cands := []string{tok}
+		if g := fuzzGroupedRE.FindString(text[i:]); g != "" { // 1,073,741,824
+			cands = append(cands, strings.ReplaceAll(g, ",", ""))
+		}
 		if j := strings.IndexByte(tok, '.'); j >= 0 {
 			cands = append(cands, tok[:j])
 		}

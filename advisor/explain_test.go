@@ -127,6 +127,13 @@ var explainCases = []struct {
 	{"onnxruntime.log", map[string]any{"found": true, "framework": "onnxruntime", "requested_bytes": 2147483648.0, "messages_found": 1.0}},
 	{"tensorrt.log", map[string]any{"found": true, "framework": "tensorrt", "requested_bytes": 4294967296.0, "messages_found": 1.0}},
 	{"tgi.log", map[string]any{"found": true, "framework": "tgi", "prefill_tokens": 4096.0, "messages_found": 1.0}},
+	{"cupy.log", map[string]any{"found": true, "framework": "cupy", "requested_bytes": 1073741824.0,
+		"allocated_by_framework_bytes": 2147483648.0, "messages_found": 1.0}},
+	{"paddle.log", map[string]any{"found": true, "framework": "paddle", "device": 0.0, "requested_bytes": 1073741824.0,
+		"allocated_by_framework_bytes": 16575889408.0, "free_bytes": 74186752.0, "messages_found": 1.0}},
+	{"sglang.log", map[string]any{"found": true, "framework": "sglang", "messages_found": 1.0}},
+	// ComfyUI prints the cudaMallocAsync message cut to its first words, twice.
+	{"comfyui.log", map[string]any{"found": true, "framework": "pytorch", "messages_found": 2.0}},
 	{"none.log", map[string]any{"found": false}},
 }
 

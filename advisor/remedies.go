@@ -190,6 +190,20 @@ var remedyTable = []Remedy{
 		How: "torch.cuda.set_per_process_memory_fraction(f) with a larger f, or without the call",
 	},
 	{
+		// Offered by the explainer for CuPy.
+		Key: "cupy_chunks", Name: "CuPy: work in smaller chunks",
+		Kind: SavingNone, SavingWords: "the arrays of one chunk instead of all",
+		Cost: "more kernel launches", Effort: "medium",
+		How: "split the arrays and process them a slice at a time; del temporaries",
+	},
+	{
+		// Offered by the explainer for CuPy.
+		Key: "cupy_pool", Name: "CuPy: release the memory pool",
+		Kind: SavingNone, SavingWords: "blocks the pool caches but does not use",
+		Cost: "slower next allocations", Effort: "easy",
+		How: "cupy.get_default_memory_pool().free_all_blocks() (and the pinned pool's)",
+	},
+	{
 		Key: "release_references", Name: "keep no memory alive needlessly",
 		Kind: SavingNone, SavingWords: "what stale references hold",
 		Cost: "none", Effort: "easy",
@@ -295,6 +309,13 @@ var remedyTable = []Remedy{
 		Applies: Serving,
 	},
 	{
+		Key: "sglang_mem_fraction", Name: "SGLang: a larger static memory fraction",
+		Kind: SavingNone, SavingWords: "more of the card for the KV cache pool",
+		Cost: "less room for activations and other processes", Effort: "easy",
+		How:     "--mem-fraction-static 0.9 (or lower --max-running-requests / --context-length / --chunked-prefill-size)",
+		Applies: Serving,
+	},
+	{
 		Key: "tgi_prefill", Name: "TGI: smaller prefill batches",
 		Kind: SavingNone, SavingWords: "the activations of the largest prefill",
 		Cost: "lower throughput", Effort: "easy",
@@ -377,6 +398,11 @@ var frameworkHow = map[string]map[string]string{
 		"mixed_precision":        "tf.keras.mixed_precision.set_global_policy(\"mixed_float16\") (LossScaleOptimizer is added by Keras)",
 		"gradient_checkpointing": "tf.recompute_grad(block) around blocks",
 		"model_parallelism":      "DTensor / tf.distribute with a model-parallel layout, or split layers across GPUs",
+	},
+	"paddle": {
+		"mixed_precision":        "with paddle.amp.auto_cast(): ... and paddle.amp.GradScaler",
+		"gradient_checkpointing": "paddle.distributed.fleet.utils.recompute(block, x)",
+		"model_parallelism":      "paddle.distributed.fleet with sharding (ZeRO-style) or tensor parallelism",
 	},
 	"jax": {
 		"mixed_precision":        "keep parameters in float32 and compute in bfloat16 (jmp policies, or dtype=jnp.bfloat16 in Flax modules)",
