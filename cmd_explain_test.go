@@ -158,3 +158,16 @@ func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
 		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
 	}
 }
+
+func TestExplainCommandLiveWithoutGPU(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("a GPU driver is present")
+	}
+	out, errOut, code := runExplainArgs(t, "", "--live", explainLog)
+	if code != 0 || !strings.Contains(out, "PyTorch out of memory on GPU 1") || strings.Contains(out, "Now:") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+	if lines := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); errOut == "" || lines != 0 {
+		t.Errorf("want one line on stderr saying why there are no live numbers, got %q", errOut)
+	}
+}
