@@ -131,6 +131,17 @@ const maxSeg = 8000
 
 // Explain finds the out-of-memory messages in a whole log and explains the
 // last one. Found is false when there is none.
+//
+// It reads PyTorch's messages (old and new, CUDA, HIP and XPU, ≤ 1.4's
+// "cached", the cudaMallocAsync backend's, Apple MPS's), "CUDA error: out of
+// memory" and the driver's CUDA_ERROR_OUT_OF_MEMORY, cuBLAS/cuDNN
+// ALLOC_FAILED, TensorFlow's OOM and BFC allocator messages (folded into one
+// event with their stats), JAX/XLA RESOURCE_EXHAUSTED, vLLM's KV cache and
+// start-up checks, llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy and
+// PaddlePaddle. The log may carry ANSI colours, launcher and logger
+// prefixes ([rank3]:, timestamps, ERROR:root:, glog, Ray, loguru), messages
+// wrapped over lines, and JSON records or escaped text. Only lines near a
+// memory keyword are cleaned and searched.
 func Explain(log string) Explanation {
 	f := flatten(log)
 	type hit struct {
