@@ -97,6 +97,7 @@ type Model struct {
 
 	observe       observeFunc
 	newMonitor    func() observeFunc
+	monitor       *advisor.Monitor
 	advise        adviseFunc
 	alerts        []advisor.Alert
 	pendingAlerts []advisor.Alert
@@ -128,9 +129,19 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		termSent: map[sampler.ProcessKey]bool{},
 		kill:     func(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) },
 		isRoot:   os.Geteuid() == 0,
-		advise:   advisor.Advise,
 	}
-	m.newMonitor = func() observeFunc { return advisor.NewMonitor(m.cfg).Observe }
+	// One monitor gives both the alerts and the advice, so they agree (the
+	// same hysteresis) and advice can use what only time shows (idle holders).
+	m.newMonitor = func() observeFunc {
+		m.monitor = advisor.NewMonitor(m.cfg)
+		return m.monitor.Observe
+	}
+	m.advise = func(s sampler.Snapshot, t advisor.Target, cfg advisor.Config) []advisor.Advice {
+		if m.monitor != nil {
+			return m.monitor.Advise(s, t)
+		}
+		return advisor.Advise(s, t, cfg)
+	}
 	m.observe = m.newMonitor()
 	m.filter = lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}
 	m.setStyles(NewStyles(true, noColor()))
