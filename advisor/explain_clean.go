@@ -168,8 +168,21 @@ func decodeLine(line string) []string {
 	return []string{line}
 }
 
-// jsonStrings returns the strings of a JSON document in document order.
+// messageKeys name the field of a JSON log record that holds the message.
+var messageKeys = []string{"msg", "message", "log", "text", "MESSAGE", "Message", "textPayload", "@message"}
+
+// jsonStrings returns the message of a JSON log record, or, when it has no
+// message field, every string of the document in document order (so that a
+// message wrapped over several records reads as one).
 func jsonStrings(s string) ([]string, bool) {
+	var rec map[string]any
+	if json.Unmarshal([]byte(s), &rec) == nil {
+		for _, k := range messageKeys {
+			if v, ok := rec[k].(string); ok {
+				return []string{v}, true
+			}
+		}
+	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	var vals []string
 	for {

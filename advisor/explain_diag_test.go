@@ -42,16 +42,19 @@ func TestToBytes(t *testing.T) {
 func TestExplainPrefixesAndWrapping(t *testing.T) {
 	msg := "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.07 GiB is free."
 	for name, log := range map[string]string{
-		"crlf":         "step 1\r\n" + msg + "\r\n",
-		"tqdm":         "10%|█ | 1/10\r" + msg + "\n",
-		"ray":          "(RayTrainWorker pid=4242, ip=10.0.0.7) " + msg[:40] + "\n(RayTrainWorker pid=4242, ip=10.0.0.7) " + msg[40:],
-		"glog":         "E1129 10:00:00.123456 4242 train.cc:12] " + msg[:50] + "\nE1129 10:00:00.123457 4242 train.cc:12] " + msg[50:],
-		"loguru":       "2026-11-29 10:00:00.123 | ERROR    | __main__:train:88 - " + msg[:30] + "\n2026-11-29 10:00:00.123 | ERROR    | __main__:train:88 - " + msg[30:],
-		"vllm":         "ERROR 11-29 10:00:00 [worker.py:12] " + msg[:60] + "\nERROR 11-29 10:00:00 [worker.py:12] " + msg[60:],
-		"pytest":       "E       " + msg[:70] + "\nE       " + msg[70:],
-		"srun":         "3: " + msg[:45] + "\n3: " + msg[45:],
-		"cri":          "2026-11-29T10:00:00.123456789Z stderr F " + msg,
-		"python repr":  `RuntimeError('` + strings.Replace(msg, " Tried", `\n Tried`, 1) + `')`,
+		"crlf":        "step 1\r\n" + msg + "\r\n",
+		"tqdm":        "10%|█ | 1/10\r" + msg + "\n",
+		"ray":         "(RayTrainWorker pid=4242, ip=10.0.0.7) " + msg[:40] + "\n(RayTrainWorker pid=4242, ip=10.0.0.7) " + msg[40:],
+		"glog":        "E1129 10:00:00.123456 4242 train.cc:12] " + msg[:50] + "\nE1129 10:00:00.123457 4242 train.cc:12] " + msg[50:],
+		"loguru":      "2026-11-29 10:00:00.123 | ERROR    | __main__:train:88 - " + msg[:30] + "\n2026-11-29 10:00:00.123 | ERROR    | __main__:train:88 - " + msg[30:],
+		"vllm":        "ERROR 11-29 10:00:00 [worker.py:12] " + msg[:60] + "\nERROR 11-29 10:00:00 [worker.py:12] " + msg[60:],
+		"pytest":      "E       " + msg[:70] + "\nE       " + msg[70:],
+		"srun":        "3: " + msg[:45] + "\n3: " + msg[45:],
+		"cri":         "2026-11-29T10:00:00.123456789Z stderr F " + msg,
+		"python repr": `RuntimeError('` + strings.Replace(msg, " Tried", `\n Tried`, 1) + `')`,
+		"json records": `{"ts":"2026-11-29T10:00:00Z","level":"error","msg":"` + msg[:33] + `"}` + "\n" +
+			`{"ts":"2026-11-29T10:00:00Z","level":"error","msg":"` + msg[33:77] + `"}` + "\n" +
+			`{"ts":"2026-11-29T10:00:00Z","level":"error","msg":"` + msg[77:] + `"}`,
 		"json in json": `{"log":"{\"level\":\"error\",\"msg\":\"` + strings.Replace(msg, " Tried", `\\n[rank0]: Tried`, 1) + `\"}\n","stream":"stderr"}`,
 	} {
 		e := Explain(log)
