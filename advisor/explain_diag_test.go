@@ -258,3 +258,22 @@ func TestExplainWithLive(t *testing.T) {
 		t.Errorf("with no card big enough: %q", n)
 	}
 }
+
+func TestExplainTensorFlowShapes(t *testing.T) {
+	for _, c := range []struct {
+		shape, dtype string
+		want         uint64 // 0: no request computed
+	}{
+		{"[64,256,56,56]", "float", 205520896},
+		{"[64, 256, 56, 56]", "half", 102760448},
+		{"[]", "double", 8},
+		{"[1000000 00]", "float", 0}, // two numbers, not one dimension
+		{"[12,,34]", "float", 0},
+		{"[4294967296,4294967296,4294967296]", "complex128", 0}, // overflows
+	} {
+		e := Explain("ResourceExhaustedError: OOM when allocating tensor with shape" + c.shape + " and type " + c.dtype + " on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc")
+		if got := val(e.RequestedBytes); got != c.want || e.RequestedFromShape != (c.want != 0) {
+			t.Errorf("shape%s %s: requested %d (from shape %v), want %d", c.shape, c.dtype, got, e.RequestedFromShape, c.want)
+		}
+	}
+}

@@ -396,7 +396,7 @@ var (
 func parseTFOOM(seg, line string, e *Explanation) {
 	seg = head(seg, 600)
 	if g := tfShape.FindStringSubmatch(seg); g != nil {
-		e.Shape = "[" + strings.Join(strings.Fields(strings.ReplaceAll(g[1], ",", " ")), ",") + "]"
+		e.Shape = "[" + strings.Join(shapeDims(g[1]), ",") + "]"
 		e.DType = g[2]
 		if n, ok := shapeBytes(g[1], dtypeSize[g[2]]); ok {
 			e.RequestedBytes, e.RequestedFromShape = &n, true
@@ -413,6 +413,19 @@ func parseTFOOM(seg, line string, e *Explanation) {
 	}
 }
 
+// shapeDims splits "32, 512,64" into its trimmed dimensions; "" (a scalar)
+// has none.
+func shapeDims(dims string) []string {
+	if strings.TrimSpace(dims) == "" {
+		return nil
+	}
+	ds := strings.Split(dims, ",")
+	for i, d := range ds {
+		ds[i] = strings.Join(strings.Fields(d), " ")
+	}
+	return ds
+}
+
 // shapeBytes multiplies the dimensions of a shape by the element size;
 // ok is false on overflow or a malformed dimension.
 func shapeBytes(dims string, elem uint64) (uint64, bool) {
@@ -420,13 +433,9 @@ func shapeBytes(dims string, elem uint64) (uint64, bool) {
 		return 0, false
 	}
 	n := elem
-	for _, d := range strings.Split(dims, ",") {
-		d = strings.Join(strings.Fields(d), "")
-		if d == "" {
-			if strings.TrimSpace(dims) == "" {
-				break // shape[]: a scalar
-			}
-			return 0, false
+	for _, d := range shapeDims(dims) {
+		if d == "" || strings.ContainsAny(d, " \t") {
+			return 0, false // "[12 34]" or "[12,,34]": not a shape
 		}
 		v, err := strconv.ParseUint(d, 10, 64)
 		if err != nil {

@@ -122,6 +122,7 @@ func FuzzExplain(f *testing.F) {
 	}
 	f.Add("CUDA out of memory. Tried to allocate 99999999999999999999999 TiB (GPU 99999999999999999999; 1.5 PiB total capacity; 0 bytes free)")
 	f.Add("OOM when allocating tensor with shape[4294967296,4294967296,4294967296] and type complex128")
+	f.Add("OOMwhenallocatingtensorwithshape[1000000 00]andtypefloat") // found by the fuzzer: "1000000 00" is no dimension
 	f.Add(`{"msg":"CUDA out of memory. Tried to allocate 1\u002e5 GiB. GPU 0 has a total capacity of 2 GiB of which 1 GiB is free."}`)
 	f.Fuzz(func(t *testing.T, log string) {
 		if !utf8.ValidString(log) && len(log) > 1<<16 {
