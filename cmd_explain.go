@@ -14,12 +14,12 @@ func init() {
 	register("explain", "explain an out-of-memory crash from its log (FILE or stdin)", runExplain)
 }
 
-// stdin is where `vramtop explain` reads a log from when no file is named.
-var stdin io.Reader = os.Stdin
+// explainStdin is where `vramtop explain` reads a log from when no file is named.
+var explainStdin io.Reader = os.Stdin
 
-// maxLog bounds how much of a log explain reads: the last maxLog bytes of
+// explainMaxLog bounds how much of a log explain reads: the last explainMaxLog bytes of
 // a file.
-var maxLog int64 = 256 << 20
+var explainMaxLog int64 = 256 << 20
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vramtop explain", flag.ContinueOnError)
@@ -55,25 +55,25 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(files) == 1 {
 		name = files[0]
 	}
-	var in io.Reader = stdin
+	var in io.Reader = explainStdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", name, unwrapPathError(err))
+			fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", name, explainPathError(err))
 			return exitUsage
 		}
 		defer f.Close()
 		in = f
-		// The crash is at the end of a log: read the last maxLog bytes of a big one.
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxLog {
-			if _, err := f.Seek(st.Size()-maxLog, io.SeekStart); err == nil {
-				fmt.Fprintf(stderr, "vramtop explain: %s is larger than %s; reading its last %s (line numbers count from there)\n", name, advisor.FormatBytes(uint64(maxLog)), advisor.FormatBytes(uint64(maxLog)))
+		// The crash is at the end of a log: read the last explainMaxLog bytes of a big one.
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > explainMaxLog {
+			if _, err := f.Seek(st.Size()-explainMaxLog, io.SeekStart); err == nil {
+				fmt.Fprintf(stderr, "vramtop explain: %s is larger than %s; reading its last %s (line numbers count from there)\n", name, advisor.FormatBytes(uint64(explainMaxLog)), advisor.FormatBytes(uint64(explainMaxLog)))
 			}
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(in, maxLog))
+	data, err := io.ReadAll(io.LimitReader(in, explainMaxLog))
 	if err != nil {
-		fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", displayName(name), unwrapPathError(err))
+		fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", explainInputName(name), explainPathError(err))
 		return exitUsage
 	}
 	e := advisor.Explain(string(data))
@@ -101,15 +101,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
-func displayName(name string) string {
+func explainInputName(name string) string {
 	if name == "-" {
 		return "standard input"
 	}
 	return name
 }
 
-// unwrapPathError drops the "open NAME:" part the message already names.
-func unwrapPathError(err error) error {
+// explainPathError drops the "open NAME:" part the message already names.
+func explainPathError(err error) error {
 	if pe, ok := err.(*os.PathError); ok {
 		return pe.Err
 	}

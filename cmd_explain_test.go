@@ -12,9 +12,9 @@ import (
 
 func runExplainArgs(t *testing.T, in string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	old := stdin
-	stdin = strings.NewReader(in)
-	defer func() { stdin = old }()
+	old := explainStdin
+	explainStdin = strings.NewReader(in)
+	defer func() { explainStdin = old }()
 	var o, e bytes.Buffer
 	code = dispatch(context.Background(), append([]string{"explain"}, args...), &o, &e)
 	return o.String(), e.String(), code
@@ -132,9 +132,9 @@ func TestExplainCommandLiveDemo(t *testing.T) {
 }
 
 func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
-	old := maxLog
-	maxLog = 64 << 10
-	defer func() { maxLog = old }()
+	old := explainMaxLog
+	explainMaxLog = 64 << 10
+	defer func() { explainMaxLog = old }()
 	oom, err := os.ReadFile(explainLog)
 	if err != nil {
 		t.Fatal(err)
