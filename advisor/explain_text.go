@@ -102,7 +102,8 @@ const textRemedies = 6
 func (e Explanation) Text() string {
 	var b strings.Builder
 	if !e.Found {
-		b.WriteString("No out-of-memory message found.\n")
+		b.WriteString("No out-of-memory message found (looked for PyTorch, TensorFlow, JAX/XLA, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n" +
+			"llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy and PaddlePaddle messages).\n")
 		e.writeLive(&b)
 		return b.String()
 	}
