@@ -75,7 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	s, err := sampler.New(src, sampler.Config{Interval: sf.interval, History: sf.history})
+	s, err := sampler.New(src, sampler.Config{Interval: sf.interval, History: sf.history, ProcessInterval: sampler.JobProcessInterval})
 	if err != nil {
 		src.Close()
 		fmt.Fprintf(stderr, "vramtop run: %v\n", err)

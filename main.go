@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -45,7 +46,14 @@ const exitUsage = 2
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// VRAMTOP_CPUPROFILE=FILE writes a CPU profile of the run (go tool pprof).
+	if path := os.Getenv("VRAMTOP_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+		}
+	}
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
 	stop()
 	os.Exit(code)
 }
@@ -114,12 +122,12 @@ func (f *sourceFlags) add(fs *flag.FlagSet) {
 // open returns the source the flags ask for: NVML, or the demo.
 func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 	if f.demo == "on" {
-		return sampler.NewDemo(time.Now()), nil
+		return sampler.NewDemo(time.Now().Add(-sampler.DemoLead)), nil
 	}
 	src, err := sampler.OpenNVML()
 	if err != nil && errors.Is(err, sampler.ErrNoDriver) && f.demo == "auto" {
 		fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
-		return sampler.NewDemo(time.Now()), nil
+		return sampler.NewDemo(time.Now().Add(-sampler.DemoLead)), nil
 	}
 	return src, err
 }

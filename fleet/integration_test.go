@@ -43,12 +43,13 @@ type demoRange struct {
 
 func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
 	t.Helper()
-	start := time.Now()
+	// vramtop serve --demo starts the demo DemoLead into its story.
+	start := time.Now().Add(-sampler.DemoLead)
 	demo := sampler.NewDemo(start)
 	info := demo.Info()
 	out := make([]sampler.MemSample, len(info.Devices))
 	exp := map[string]demoRange{}
-	for dt := time.Duration(0); dt <= span; dt += 250 * time.Millisecond {
+	for dt := sampler.DemoLead; dt <= sampler.DemoLead+span; dt += 250 * time.Millisecond {
 		if err := demo.ReadMemory(start.Add(dt), out); err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func (s *pidSource) Close() error                                               
 
 func newSampler(t *testing.T, src sampler.Source) *sampler.Sampler {
 	t.Helper()
-	s, err := sampler.New(src, sampler.Config{Interval: 50 * time.Millisecond, History: time.Minute})
+	s, err := sampler.New(src, sampler.Config{Interval: 50 * time.Millisecond, History: time.Minute, ProcessInterval: sampler.JobProcessInterval})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func TestSIGTERMAndSIGINTEndCleanly(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(3 * time.Second)
 			cmd.Process.Signal(sig)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()

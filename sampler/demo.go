@@ -143,6 +143,11 @@ type Demo struct {
 // two MIG instances are devices of their own).
 func NewDemo(start time.Time) *Demo { return NewDemoGPUs(start, 5) }
 
+// DemoLead is how far into its story the demo starts when vramtop runs it
+// (--demo): the training run has ramped up and its spikes have begun by the
+// first screen.
+const DemoLead = 3 * time.Minute
+
 // NewDemoGPUs returns the demo server with n physical GPUs (at least 4).
 // GPUs past the fifth run ranks of a distributed training job.
 func NewDemoGPUs(start time.Time, n int) *Demo {

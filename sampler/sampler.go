@@ -17,14 +17,21 @@ const (
 	MinInterval      = 50 * time.Millisecond
 	DefaultHistory   = time.Hour
 	DefaultExitedTTL = 5 * time.Minute
-	// Process lists are read at most this often (they cost ~17 µs per
-	// process and take the driver lock).
-	MinProcessInterval = 250 * time.Millisecond
-	// Per-process utilization costs 1.4–3 ms a call: at most once a second.
-	MinProcUtilInterval = time.Second
-	// Snapshots are published at most this often; faster samples still
-	// land in the rings, so their peaks show.
-	MinPublishInterval = 250 * time.Millisecond
+	// Process lists are read at most once a second: with 100 processes the
+	// compute and graphics lists cost ~3.5 ms and hold the driver lock that
+	// the jobs' allocations wait on. Fast mode samples device memory faster;
+	// a process's memory is in the device's total in between.
+	MinProcessInterval = time.Second
+	// JobProcessInterval is the process-list floor of `vramtop run`, which
+	// watches one job rather than the whole machine.
+	JobProcessInterval = 250 * time.Millisecond
+	// Per-process utilization costs 1.4–3 ms a call whatever the number of
+	// processes, and only the slow idle-holder rule reads it.
+	MinProcUtilInterval = 5 * time.Second
+	// Snapshots (and so screen frames) are published at most this often;
+	// faster samples still land in the rings and in RecentPeakUsed, so
+	// their peaks show.
+	MinPublishInterval = 500 * time.Millisecond
 )
 
 // Config sets the sampler's cadence and history.
@@ -32,6 +39,10 @@ type Config struct {
 	Interval  time.Duration // device memory; default 1 s, at least 50 ms
 	History   time.Duration // default 1 h
 	ExitedTTL time.Duration // how long an exited process stays listed; default 5 min
+	// ProcessInterval is the shortest time between process lists; default
+	// MinProcessInterval. `vramtop run` lowers it to JobProcessInterval to
+	// follow one job's memory closely.
+	ProcessInterval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -59,6 +70,12 @@ func (c *Config) Validate() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.ProcessInterval == 0 {
+		c.ProcessInterval = MinProcessInterval
+	}
+	if c.ProcessInterval < MinInterval {
+		return fmt.Errorf("process interval %v is below the minimum of %v", c.ProcessInterval, MinInterval)
+	}
 	return nil
 }
 
@@ -77,6 +94,9 @@ type devState struct {
 	err  error // from the last process listing
 	// recentPeak is the highest used value since the last publish.
 	recentPeak uint64
+	// usedAtProcs is the used memory read in the tick of the last process
+	// list, for the unattributed figure.
+	usedAtProcs uint64
 }
 
 type procState struct {
@@ -136,7 +156,7 @@ func New(src Source, cfg Config) (*Sampler, error) {
 		utilBuf:  map[UtilKey]float64{},
 		setIntvl: make(chan time.Duration, 1),
 	}
-	s.procCap = CapacityFor(cfg.History, maxDur(cfg.Interval, MinProcessInterval))
+	s.procCap = CapacityFor(cfg.History, maxDur(cfg.Interval, cfg.ProcessInterval))
 	return s, nil
 }
 
@@ -280,7 +300,7 @@ func (s *Sampler) poll(now time.Time) {
 			d.seen = true
 		}
 	}
-	if !s.hasPolled || s.due(now, s.lastProc, MinProcessInterval) {
+	if !s.hasPolled || s.due(now, s.lastProc, s.cfg.ProcessInterval) {
 		s.pollProcesses(now)
 		s.lastProc = now
 	}
@@ -346,6 +366,7 @@ func (s *Sampler) pollProcesses(now time.Time) {
 	}
 	for i, d := range s.devs {
 		d.err = s.errBuf[i]
+		d.usedAtProcs = d.last.Used
 	}
 	for _, p := range s.procs {
 		p.exited = true
@@ -455,7 +476,7 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			procs = []Process{}
 		}
 		dev.Processes = procs
-		dev.Unattributed = unattributed(dev)
+		dev.Unattributed = unattributed(dev, d.usedAtProcs)
 		snap.Devices[i] = dev
 	}
 	for _, ch := range s.subscribers() {
@@ -522,8 +543,10 @@ func sortProcesses(ps []Process) {
 }
 
 // unattributed is used memory minus what the live processes account for; nil
-// when a process's usage is unknown or the device is a MIG parent.
-func unattributed(d Device) *uint64 {
+// when a process's usage is unknown or the device is a MIG parent. used is the
+// device's reading taken with the process list, so both describe one moment
+// (device memory is read more often than process lists).
+func unattributed(d Device, used uint64) *uint64 {
 	if d.MIGEnabled || d.NoProcessList || d.Err != "" && d.MemoryTotal == 0 {
 		return nil
 	}
@@ -537,8 +560,8 @@ func unattributed(d Device) *uint64 {
 		}
 		sum += *p.UsedBytes
 	}
-	if sum >= d.MemoryUsed {
+	if sum >= used {
 		return Ptr(uint64(0))
 	}
-	return Ptr(d.MemoryUsed - sum)
+	return Ptr(used - sum)
 }

@@ -160,30 +160,34 @@ def spikes(binary, work, seconds=30, size_mib=20 * 1024):
     limit = base + size_mib / 2
     out = []
     for name, s in series.items():
-        caught = sum(1 for (a, b) in spans if any(v >= limit and t1 >= a and t0 <= b for t0, t1, v in s))
+        # A sample counts for a spike when it is high and falls within the
+        # spike's span, widened by the time the allocation and free take.
+        caught = sum(1 for (a, b) in spans
+                     if any(v >= limit and t1 >= a - 0.3 and t0 <= b + 0.3 for t0, t1, v in s))
         out.append({"sampler": name, "spikes": len(spans), "caught": caught,
                     "share": caught / len(spans) if spans else float("nan")})
     return out
 
 
 def record_peaks(path):
-    """(previous record time, record time, peak used MiB) per record of GPU 0."""
+    """(t, t, used MiB) for every sample of GPU 0 in a `vramtop record` file:
+    each line's "h" holds the samples taken since the previous line."""
     from datetime import datetime
-    out, prev = [], None
+    out = []
     for line in open(path):
         try:
             r = json.loads(line)
         except ValueError:
             continue
-        devs = r.get("devices") or r.get("d")
-        if not devs or "time" not in r:
+        if "d" not in r or not r["d"]:
             continue
-        t = datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp()
-        d = devs[0]
-        peak = d.get("memory_used_recent_peak_bytes") or d.get("memory_used_bytes")
-        if peak is not None:
-            out.append((prev if prev is not None else t, t, peak / MiB))
-        prev = t
+        d = r["d"][0]
+        if d.get("h"):
+            for ns, v in d["h"]:
+                out.append((ns / 1e9, ns / 1e9, v / MiB))
+        else:
+            t = datetime.fromisoformat(r["t"].replace("Z", "+00:00")).timestamp()
+            out.append((t, t, d["used"] / MiB))
     return out
 
 
