@@ -58,8 +58,18 @@ type procEntry struct {
 	statPath   string
 	startTicks uint64
 	gen        uint64
+	verified   uint64 // the sweep that last read its stat
 	info       ProcInfo
 }
+
+// procVerifyEvery is how many sweeps a known process goes between re-reads
+// of its stat file. A PID that NVML stops listing is forgotten at once, so a
+// reused PID goes unnoticed only if the old process exits and a new one
+// with its PID opens the GPU between two process lists; the re-read catches
+// even that within a few seconds, without a system call per process per
+// sweep (on a VM, reading 100 stat files each second was a tenth of
+// vramtop's CPU).
+const procVerifyEvery = 5
 
 type userEntry struct {
 	name    string
@@ -112,6 +122,10 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 	if e != nil && e.gen == r.gen {
 		return e.info
 	}
+	if e != nil && e.info.Visible && r.gen-e.verified < procVerifyEvery {
+		e.gen = r.gen
+		return e.info
+	}
 	dir := ""
 	statPath := ""
 	if e != nil {
@@ -128,12 +142,12 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 			// another PID namespace, or gone.)
 			info.Visible = true
 		}
-		r.entries[pid] = &procEntry{statPath: statPath, gen: r.gen, info: info}
+		r.entries[pid] = &procEntry{statPath: statPath, gen: r.gen, verified: r.gen, info: info}
 		return info
 	}
 	start, okStart := parseStatStart(stat)
 	if e != nil && e.info.Visible && okStart && e.startTicks == start {
-		e.gen = r.gen
+		e.gen, e.verified = r.gen, r.gen
 		return e.info
 	}
 	if dir == "" {
@@ -166,7 +180,7 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 	if b, err := r.readFile(filepath.Join(dir, "cgroup"), 64<<10); err == nil {
 		info.Container = containerID(b)
 	}
-	r.entries[pid] = &procEntry{statPath: statPath, startTicks: start, gen: r.gen, info: info}
+	r.entries[pid] = &procEntry{statPath: statPath, startTicks: start, gen: r.gen, verified: r.gen, info: info}
 	return info
 }
 

@@ -115,9 +115,16 @@ func TestProcReaderCachesPerStartTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeProcFile(t, filepath.Join(root, "1001", "stat"), strings.Replace(string(stat), " 500000 ", " 600000 ", 1))
-	got := r.Lookup(1001)
+	// A known process's stat is re-read every procVerifyEvery sweeps.
+	var got ProcInfo
+	for range procVerifyEvery {
+		if got = r.Lookup(1001); got.Command == "changed" {
+			break
+		}
+		r.Prune()
+	}
 	if got.Command != "changed" {
-		t.Fatalf("reused PID: command %q, want the new process's %q", got.Command, "changed")
+		t.Fatalf("reused PID after %d sweeps: command %q, want the new process's %q", procVerifyEvery, got.Command, "changed")
 	}
 	if want := fixtureBoot.Add(6000 * time.Second); !got.StartTime.Equal(want) {
 		t.Fatalf("reused PID: start %v, want %v", got.StartTime, want)
@@ -150,8 +157,15 @@ func TestProcReaderProcessGone(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "1005")); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Lookup(1005); got.Visible || got.Command != "" {
-		t.Fatalf("after /proc/1005 vanished: %+v, want invisible", got)
+	var got ProcInfo
+	for range procVerifyEvery {
+		if got = r.Lookup(1005); !got.Visible {
+			break
+		}
+		r.Prune()
+	}
+	if got.Visible || got.Command != "" {
+		t.Fatalf("%d sweeps after /proc/1005 vanished: %+v, want invisible", procVerifyEvery, got)
 	}
 }
 

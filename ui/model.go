@@ -95,8 +95,12 @@ type Model struct {
 	filtering bool
 	filter    lineInput
 
-	observe       observeFunc
-	newMonitor    func() observeFunc
+	observe    observeFunc
+	newMonitor func() observeFunc
+	// frame is the last rendered screen; Bubble Tea asks for the view after
+	// every message, and a message that changes nothing keeps it.
+	frame         string
+	frameOK       bool
 	monitor       *advisor.Monitor
 	advise        adviseFunc
 	alerts        []advisor.Alert
@@ -207,9 +211,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case sourceEnded:
 		m.ended = true
 	case staleCheck:
-		if msg.gen == m.staleGen && m.have {
-			m.stale = true
+		if msg.gen != m.staleGen || !m.have {
+			// A check overtaken by a newer snapshot changes nothing: keep
+			// the frame already rendered.
+			return m, nil
 		}
+		m.stale = true
 	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
 	case tea.PasteMsg:
@@ -233,6 +240,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	}
 	m.relayout()
+	m.frameOK = false
 	return m, cmd
 }
 
@@ -665,7 +673,10 @@ func (m *Model) relayout() {
 
 // View renders the screen.
 func (m *Model) View() tea.View {
-	v := tea.NewView(m.render())
+	if !m.frameOK {
+		m.frame, m.frameOK = m.render(), true
+	}
+	v := tea.NewView(m.frame)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = m.title()

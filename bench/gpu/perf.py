@@ -97,7 +97,11 @@ def overhead(binary, seconds):
     nv = find_nvtop()
     if nv:
         tools.append(("nvtop (1 s)", [nv, "-d", "10"]))
-    runs = [(name, PtyRun(argv)) for name, argv in tools]
+    prof = os.environ.get("VRAMTOP_PROFILE_DIR")
+    runs = []
+    for i, (name, argv) in enumerate(tools):
+        env = {"VRAMTOP_CPUPROFILE": os.path.join(prof, f"cpu{i}.prof")} if prof and argv[0] == binary else None
+        runs.append((name, PtyRun(argv, env=env)))
     t0 = time.time()
     time.sleep(seconds)
     wall = time.time() - t0
