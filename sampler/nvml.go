@@ -53,8 +53,6 @@ type nvmlSource struct {
 	devs []*nvmlDev
 	// hasV2 is false where the library lacks nvmlDeviceGetMemoryInfo_v2.
 	hasV2 bool
-	// lister makes each process list one driver call.
-	lister procLister
 
 	migCapable bool
 	lastScan   time.Time
@@ -83,8 +81,6 @@ type nvmlDev struct {
 	utilTS uint64
 
 	memErr, procErr errSlot
-	// Buffers of the compute and graphics lists, kept between polls.
-	computeBuf, graphicsBuf []nvml.ProcessInfo
 }
 
 // errSlot keeps the last error of one kind for a device, so that a device
@@ -479,7 +475,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error
 		}
 		start := len(buf)
 		clear(s.pidIdx)
-		procs, ret := s.lister.list(d.h, false, &d.computeBuf)
+		procs, ret := d.h.GetComputeRunningProcesses()
 		switch ret {
 		case nvml.SUCCESS:
 			buf = s.merge(buf, start, i, procs, "compute")
@@ -491,7 +487,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error
 		if d.noGraphics {
 			continue
 		}
-		procs, ret = s.lister.list(d.h, true, &d.graphicsBuf)
+		procs, ret = d.h.GetGraphicsRunningProcesses()
 		switch ret {
 		case nvml.SUCCESS:
 			buf = s.merge(buf, start, i, procs, "graphics")
