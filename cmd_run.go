@@ -28,10 +28,19 @@ func init() {
 // H200).
 const demoJobDevice = 2
 
+// jobInterval is vramtop run's default sampling interval.
+const jobInterval = 250 * time.Millisecond
+
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vramtop run", flag.ContinueOnError)
 	var sf sourceFlags
 	sf.add(fs)
+	// A job is watched closely: device memory four times a second, so the
+	// growth just before an out-of-memory error shows in the report.
+	if f := fs.Lookup("interval"); f != nil {
+		f.Value.Set(jobInterval.String())
+		f.DefValue = jobInterval.String()
+	}
 	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
 	reportFmt := fs.String("report", "text", "the report's format: text or json")
 	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")

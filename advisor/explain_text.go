@@ -167,7 +167,7 @@ func (e Explanation) Text() string {
 		b.WriteString(":\n")
 		for i, r := range e.Remedies {
 			if i == textRemedies {
-				fmt.Fprintf(&b, "  (%d more with --json)\n", len(e.Remedies)-i)
+				fmt.Fprintf(&b, "  (%d more in the JSON output)\n", len(e.Remedies)-i)
 				break
 			}
 			mark := " "
