@@ -28,7 +28,7 @@ func BenchmarkView8x100(b *testing.B) {
 			m, _ := benchModel(b, sz[0], sz[1])
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = m.View()
+				_ = m.render() // View keeps the last frame; build a new one
 			}
 		})
 	}
