@@ -10,42 +10,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vramtop/vramtop/internal/testbin"
 )
 
-// binary is vramtop built once for the tests that run it as a user would.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "vramtop-main-test")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "vramtop")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// build compiles vramtop with the given ldflags into path and returns the
-// compiler's combined output.
-func build(t *testing.T, path, ldflags string) string {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", path, "-ldflags", ldflags, ".")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return string(out)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 func vramtop(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	if _, err := os.Stat(binary); err != nil {
-		build(t, binary, "")
-	}
 	var o, e bytes.Buffer
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(testbin.Build(t), args...)
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	var ee *exec.ExitError
@@ -71,7 +45,7 @@ func TestReleaseVersionInjection(t *testing.T) {
 		t.Fatal(".goreleaser.yaml injects no -X ...={{.Version}}")
 	}
 	path := filepath.Join(t.TempDir(), "vramtop")
-	out := build(t, path, "-X "+string(m[1])+"=9.8.7-test -extldflags=-Wl,-z,lazy")
+	out := testbin.BuildWith(t, path, "-ldflags", "-X "+string(m[1])+"=9.8.7-test -extldflags=-Wl,-z,lazy")
 	if strings.Contains(strings.ToLower(out), "warning") {
 		t.Errorf("the build printed warnings:\n%s", out)
 	}

@@ -2,18 +2,21 @@ package exporter
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vramtop/vramtop/internal/testbin"
 )
+
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // syncBuffer is a buffer a running process writes while the test reads.
 type syncBuffer struct {
@@ -39,12 +42,7 @@ func TestServeCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs vramtop")
 	}
-	bin := filepath.Join(t.TempDir(), "vramtop")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/vramtop/vramtop").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t)
 
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {

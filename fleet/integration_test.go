@@ -6,29 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/fleet/internal/promtest"
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// buildVramtop builds the vramtop command into a temporary directory.
-func buildVramtop(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "vramtop")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/vramtop/vramtop")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // demoRange is what the demo shows for each device over its first
 // minutes: the total, and the least and most used memory.
@@ -87,7 +77,7 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and two exporters")
 	}
-	vramtop := buildVramtop(t)
+	vramtop := testbin.Build(t)
 
 	hosts := []string{"hostA", "hostB"}
 	var targets []string
@@ -185,7 +175,7 @@ func TestFleetCommandPrometheusDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs vramtop")
 	}
-	vramtop := buildVramtop(t)
+	vramtop := testbin.Build(t)
 	url := "http://" + promtest.FreeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

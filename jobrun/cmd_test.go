@@ -8,30 +8,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/jobrun"
 	"github.com/vramtop/vramtop/replay"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
-
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // vramtop builds the command once, for the tests that run it as a user
 // would.
@@ -40,21 +26,7 @@ func vramtop(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the vramtop binary")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vramtop-jobrun-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "vramtop")
-		cmd := exec.Command("go", "build", "-o", binPath, "..")
-		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
+	return testbin.Build(t)
 }
 
 func exitCode(err error) int {

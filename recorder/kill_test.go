@@ -8,52 +8,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/replay"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
-
-// vramtop builds the command once for the tests that run it as a user
+// vramtop builds the command once, for the tests that run it as a user
 // would.
 func vramtop(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the vramtop binary")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vramtop-recorder-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "vramtop")
-		cmd := exec.Command("go", "build", "-o", binPath, "..")
-		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
+	return testbin.Build(t)
 }
 
 // completeLines counts the snapshot lines of a plain recording that end

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("VRAMTOP_UI_DEMO8") != "" {
 		os.Exit(runDemo8())
 	}
-	os.Exit(m.Run())
+	os.Exit(testbin.Run(m))
 }
 
 func runDemo8() int {

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vramtop/vramtop/internal/testbin"
 )
 
 // TestEndToEndTmux runs `vramtop --demo` in a real terminal (a tmux pane)
@@ -20,12 +21,7 @@ func TestEndToEndTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "vramtop")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t)
 
 	// A tmux server of our own, so nothing else is touched.
 	sock := fmt.Sprintf("vramtop-e2e-%d", os.Getpid())
