@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,18 +21,14 @@ var explainStdin io.Reader = os.Stdin
 var explainMaxLog int64 = 256 << 20
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop explain", flag.ContinueOnError)
+	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
+		"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS,\n"+
+		"llama.cpp, ONNX Runtime, TensorRT, TGI), says where the memory went and what to try.\nReads stdin when FILE is absent or \"-\".\n"+
+		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags.\n\n", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
 	var sf sourceFlags
 	sf.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
-			"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS,\n"+
-			"llama.cpp, ONNX Runtime, TensorRT, TGI), says where the memory went and what to try.\nReads stdin when FILE is absent or \"-\".\n"+
-			"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags.\n\n")
-		fs.PrintDefaults()
-	}
 	// Flags may come after the file name.
 	var files []string
 	rest := args

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os/user"
 	"time"
 
-	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
@@ -26,26 +23,17 @@ const (
 )
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop fleet", flag.ContinueOnError)
+	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure.\n\nFlags:\n", stderr)
 	promURL := fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
 	once := fs.Bool("once", false, "print the fleet once as a table and exit")
 	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json; each device has a hostname)")
 	interval := fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
 	history := fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long one query to Prometheus may take")
-	th := advisor.DefaultThresholds()
-	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
-	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parse(fs, args, stderr); !ok {
+	var th thresholdFlags
+	th.add(fs, "")
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vramtop fleet: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	}
 	if *promURL == "" {
 		fmt.Fprintln(stderr, "vramtop fleet: --prometheus URL is required (e.g. --prometheus http://127.0.0.1:9090)")
@@ -55,8 +43,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vramtop fleet: interval %v is below the minimum of %v\n", *interval, minFleetInterval)
 		return exitUsage
 	}
-	if err := th.Validate(); err != nil {
-		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+	if !th.valid(fs, stderr) {
 		return exitUsage
 	}
 	if *asJSON {
@@ -83,12 +70,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *once {
 		snap := s.Once()
 		s.Close()
-		if *asJSON {
-			err = writeJSON(stdout, snap)
-		} else {
-			err = ui.WriteTable(stdout, snap, th)
-		}
-		if err != nil {
+		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
 			fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 			return 1
 		}
@@ -98,22 +80,12 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	snaps := s.Subscribe()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	opts := ui.Options{
-		Thresholds: th,
+	err = runLive(ctx, s, ui.Options{
+		Thresholds: th.Thresholds,
 		Version:    version,
 		Title:      "vramtop fleet",
-	}
-	if u, err := user.Current(); err == nil {
-		opts.User = u.Username
-	}
-	err = ui.Run(ctx, snaps, opts)
-	cancel()
-	<-done
+		User:       currentUser(),
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 		return 1

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -16,25 +15,17 @@ func init() {
 // runPick prints the freest GPU (or a comma list, freest first) and exits
 // 1 with one line on stderr when too few have the memory asked for.
 func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop pick", flag.ContinueOnError)
+	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--demo]\n\n"+
+		"Prints the index of the freest GPU (a comma list, freest first, with --count),\n"+
+		"for CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py. MIG instances are\n"+
+		"printed by UUID. Exits 1 when too few GPUs qualify. On a host with mixed GPU\n"+
+		"models also set CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does.\n\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	minFree := fs.String("min-free", "0", "pick only GPUs with at least this much free `size` (20GiB, 20G, 512MiB, 1.5TiB, bytes; units are powers of 2)")
 	count := fs.Int("count", 1, "how many GPUs to pick (`n`)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop pick [--min-free SIZE] [--count N] [--demo]\n\n"+
-			"Prints the index of the freest GPU (a comma list, freest first, with --count),\n"+
-			"for CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py. MIG instances are\n"+
-			"printed by UUID. Exits 1 when too few GPUs qualify. On a host with mixed GPU\n"+
-			"models also set CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does.\n\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vramtop pick: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	}
 	size, err := advisor.ParseByteSize(*minFree)
 	if err != nil {

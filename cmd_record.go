@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -18,7 +17,7 @@ func init() {
 }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop record", flag.ContinueOnError)
+	fs := newFlagSet("vramtop record", "Usage: vramtop record -o FILE [flags]\n\nAppends a snapshot of every GPU to FILE at each interval, one JSON line each,\nuntil interrupted (Ctrl-C, SIGTERM) or --duration has passed.\n\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	out := fs.String("o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
@@ -27,16 +26,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (e.g. 100M): FILE becomes FILE.1, …")
 	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
 	quiet := fs.Bool("q", false, "print nothing but errors")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop record -o FILE [flags]\n\nAppends a snapshot of every GPU to FILE at each interval, one JSON line each,\nuntil interrupted (Ctrl-C, SIGTERM) or --duration has passed.\n\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := parseNoArgs(fs, args, stderr, " (the file is given with -o)"); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vramtop record: unexpected argument %q (the file is given with -o)\n", fs.Arg(0))
-		return exitUsage
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "vramtop record: name the recording with -o FILE")

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"time"
 
-	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/replay"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
@@ -27,17 +25,12 @@ var _ ui.ReplayControl = (*replay.Player)(nil)
 const maxReplayWarnings = 20
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop replay", flag.ContinueOnError)
+	fs := newFlagSet("vramtop replay", "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n", stderr)
 	once := fs.Bool("once", false, "print the snapshot at --at (default: the end) as a table and exit")
 	asJSON := fs.Bool("json", false, "with --once: print the snapshot as the --once --json document")
 	at := fs.String("at", "", "the `moment`: 03:12:00 (on the recording's day), 2026-03-14 03:12:00, RFC 3339, +1h5m from the start, -10m from the end, start, end")
-	th := advisor.DefaultThresholds()
-	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
-	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n")
-		fs.PrintDefaults()
-	}
+	var th thresholdFlags
+	th.add(fs, "")
 	files, code, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
 		return code
@@ -46,8 +39,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "vramtop replay: name the recording to replay (vramtop replay FILE)")
 		return exitUsage
 	}
-	if err := th.Validate(); err != nil {
-		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+	if !th.valid(fs, stderr) {
 		return exitUsage
 	}
 	if *asJSON {
@@ -87,12 +79,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			i = rec.Index(moment)
 		}
 		snap := rec.Snapshot(i)
-		if *asJSON {
-			err = writeJSON(stdout, snap)
-		} else {
-			err = ui.WriteTable(stdout, snap, th)
-		}
-		if err != nil {
+		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
 			fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
 			return 1
 		}
@@ -107,15 +94,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		defer close(done)
 		p.Run(ctx)
 	}()
-	me := ""
-	if u, err := user.Current(); err == nil {
-		me = u.Username
-	}
+	me := currentUser()
 	if first := rec.Snapshot(0); first.Demo {
 		me = sampler.DemoUser
 	}
 	err = ui.Run(ctx, p.Snapshots(), ui.Options{
-		Thresholds: th,
+		Thresholds: th.Thresholds,
 		Version:    version,
 		User:       me,
 		Replay:     p,

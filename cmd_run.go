@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,7 +29,11 @@ const demoJobDevice = 2
 const jobInterval = 250 * time.Millisecond
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop run", flag.ContinueOnError)
+	fs := newFlagSet("vramtop run", "Usage: vramtop run [flags] -- CMD [ARGS...]\n\n"+
+		"Runs CMD with its input and output untouched, follows the GPU memory of it and every\n"+
+		"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
+		"else held memory then, a plot, and the diagnosis of an out-of-memory error in its stderr.\n"+
+		"The exit status is CMD's (128+N when signal N killed it).\n\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	// A job is watched closely: device memory four times a second, so the
@@ -44,14 +45,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
 	reportFmt := fs.String("report", "text", "the report's format: text or json")
 	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop run [flags] -- CMD [ARGS...]\n\n"+
-			"Runs CMD with its input and output untouched, follows the GPU memory of it and every\n"+
-			"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
-			"else held memory then, a plot, and the diagnosis of an out-of-memory error in its stderr.\n"+
-			"The exit status is CMD's (128+N when signal N killed it).\n\n")
-		fs.PrintDefaults()
-	}
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -75,23 +68,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		rep = f
 	}
-	src, err := sf.open(stderr)
-	if err != nil {
-		if errors.Is(err, sampler.ErrNoDriver) {
-			fmt.Fprintf(stderr, "vramtop run: %v; is the NVIDIA driver installed? Try --demo\n", err)
-		} else {
-			fmt.Fprintf(stderr, "vramtop run: %v\n", err)
-		}
-		return exitUsage
-	}
-	s, err := sampler.New(src, sampler.Config{Interval: sf.interval, History: sf.history, ProcessInterval: sampler.JobProcessInterval})
-	if err != nil {
-		src.Close()
-		fmt.Fprintf(stderr, "vramtop run: %v\n", err)
-		return exitUsage
+	src, s, code := sf.start("vramtop run", sampler.Config{ProcessInterval: sampler.JobProcessInterval}, stderr)
+	if s == nil {
+		return code
 	}
 	var rec *recorder.Writer
 	if *record != "" {
+		var err error
 		rec, err = recorder.Open(recorder.Options{
 			Path: *record, Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
 		})
@@ -115,9 +98,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if demo, ok := src.(*sampler.Demo); ok {
 		// The child's real PID is on no demo GPU: show it on one, with a
 		// made-up footprint, so the report has something to say.
-		me := "you"
-		if u, err := user.Current(); err == nil {
-			me = u.Username
+		me := currentUser()
+		if me == "" {
+			me = "you"
 		}
 		cmdline := strings.Join(argv, " ")
 		cfg.OnStart = func(pid int) {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os/user"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
@@ -21,27 +19,17 @@ func init() {
 const defaultListen = "127.0.0.1:9400"
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop serve", flag.ContinueOnError)
+	fs := newFlagSet("vramtop serve", "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_* and vramtop_*.\n\nFlags:\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	listen := fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
 	hostname := fs.String("hostname", "", "the Hostname label of every series (default: this machine's host name)")
-	th := advisor.DefaultThresholds()
-	fs.Float64Var(&th.Warn, "warn", th.Warn, "vramtop_alert: warn when a GPU's memory use passes this `percent`")
-	fs.Float64Var(&th.Crit, "crit", th.Crit, "vramtop_alert: critical when a GPU's memory use passes this `percent`")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_* and vramtop_*.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parse(fs, args, stderr); !ok {
+	var th thresholdFlags
+	th.add(fs, "vramtop_alert")
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vramtop serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if err := th.Validate(); err != nil {
-		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
+	if !th.valid(fs, stderr) {
 		return exitUsage
 	}
 	// Take the port before touching the GPUs: a second exporter fails
@@ -56,10 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if s == nil {
 		return code
 	}
-	cfg := advisor.Config{Thresholds: th}
-	if u, err := user.Current(); err == nil {
-		cfg.User = u.Username
-	}
+	cfg := advisor.Config{Thresholds: th.Thresholds, User: currentUser()}
 	coll := exporter.New(s.Latest, exporter.Options{
 		Hostname: *hostname,
 		Version:  version,

@@ -135,22 +135,66 @@ func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 // newSampler opens the source and a sampler over it. Errors are printed
 // as one line; the returned code is then non-zero.
 func (f *sourceFlags) newSampler(stderr io.Writer) (*sampler.Sampler, int) {
+	_, s, code := f.start("vramtop", sampler.Config{}, stderr)
+	return s, code
+}
+
+// start opens the source and a sampler over it at the flags' interval and
+// history (cfg gives the rest). Errors are printed as one line after name;
+// the returned code is then non-zero.
+func (f *sourceFlags) start(name string, cfg sampler.Config, stderr io.Writer) (sampler.Source, *sampler.Sampler, int) {
 	src, err := f.open(stderr)
 	if err != nil {
 		if errors.Is(err, sampler.ErrNoDriver) {
-			fmt.Fprintf(stderr, "vramtop: %v; is the NVIDIA driver installed? Try --demo to see the built-in demo\n", err)
+			fmt.Fprintf(stderr, "%s: %v; is the NVIDIA driver installed? Try --demo to see the built-in demo\n", name, err)
 		} else {
-			fmt.Fprintf(stderr, "vramtop: %v\n", err)
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		}
-		return nil, exitUsage
+		return nil, nil, exitUsage
 	}
-	s, err := sampler.New(src, sampler.Config{Interval: f.interval, History: f.history})
+	cfg.Interval, cfg.History = f.interval, f.history
+	s, err := sampler.New(src, cfg)
 	if err != nil {
 		src.Close()
-		fmt.Fprintf(stderr, "vramtop: %v\n", err)
-		return nil, exitUsage
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return nil, nil, exitUsage
 	}
-	return s, 0
+	return src, s, 0
+}
+
+// thresholdFlags are --warn and --crit.
+type thresholdFlags struct{ advisor.Thresholds }
+
+// add adds the flags; what, when not empty, says what the thresholds
+// drive ("vramtop_alert").
+func (t *thresholdFlags) add(fs *flag.FlagSet, what string) {
+	t.Thresholds = advisor.DefaultThresholds()
+	if what != "" {
+		what += ": "
+	}
+	fs.Float64Var(&t.Warn, "warn", t.Warn, what+"warn when a GPU's memory use passes this `percent`")
+	fs.Float64Var(&t.Crit, "crit", t.Crit, what+"critical when a GPU's memory use passes this `percent`")
+}
+
+// valid reports whether the thresholds make sense, printing why not after
+// the command's name.
+func (t *thresholdFlags) valid(fs *flag.FlagSet, stderr io.Writer) bool {
+	if err := t.Validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return false
+	}
+	return true
+}
+
+// newFlagSet is the flag set of a command named name ("vramtop serve"):
+// --help prints head, then the flags.
+func newFlagSet(name, head string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, head)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parse parses args into fs; help prints usage and returns 0, bad flags
@@ -166,34 +210,41 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool
 	return 0, true
 }
 
+// parseNoArgs is parse for a command that takes no arguments: one left over
+// is printed, with hint after it, and returns exitUsage.
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer, hint string) (code int, ok bool) {
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q%s\n", fs.Name(), fs.Arg(0), hint)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
 func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vramtop", flag.ContinueOnError)
 	var sf sourceFlags
 	sf.add(fs)
 	once := fs.Bool("once", false, "print one sample as a table and exit")
 	asJSON := fs.Bool("json", false, "with --once: print one JSON document")
-	th := advisor.DefaultThresholds()
-	fs.Float64Var(&th.Warn, "warn", th.Warn, "warn when a GPU's memory use passes this `percent`")
-	fs.Float64Var(&th.Crit, "crit", th.Crit, "critical when a GPU's memory use passes this `percent`")
+	var th thresholdFlags
+	th.add(fs, "")
 	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		usage(stderr)
 		fs.PrintDefaults()
 	}
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := parseNoArgs(fs, args, stderr, " (see vramtop --help)"); !ok {
 		return code
 	}
 	if *showVersion {
 		fmt.Fprintf(stdout, "vramtop %s\n", version)
 		return 0
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vramtop: unexpected argument %q (see vramtop --help)\n", fs.Arg(0))
-		return exitUsage
-	}
-	if err := th.Validate(); err != nil {
-		fmt.Fprintf(stderr, "vramtop: %v\n", err)
+	if !th.valid(fs, stderr) {
 		return exitUsage
 	}
 	if *asJSON && !*once {
@@ -209,45 +260,61 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *once {
 		snap := s.Once()
 		s.Close()
-		var err error
-		if *asJSON {
-			err = writeJSON(stdout, snap)
-		} else {
-			err = ui.WriteTable(stdout, snap, th)
-		}
-		if err != nil {
+		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
 			fmt.Fprintf(stderr, "vramtop: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	snaps := s.Subscribe()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
 	// Whose processes are "mine": the demo's user in the demo.
-	me := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		me = u.Username
+	me := currentUser()
+	if me == "" {
+		me = os.Getenv("USER")
 	}
 	if sf.demo == "on" {
 		me = sampler.DemoUser
 	}
-	err := ui.Run(ctx, snaps, ui.Options{
-		Thresholds:  th,
+	err := runLive(ctx, s, ui.Options{
+		Thresholds:  th.Thresholds,
 		Bell:        *bell,
 		SetInterval: s.SetInterval,
 		Version:     version,
 		User:        me,
 	})
-	cancel()
-	<-done
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// runLive runs the sampler and the live view over it until the view ends.
+func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	snaps := s.Subscribe()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	err := ui.Run(ctx, snaps, opts)
+	cancel()
+	<-done
+	return err
+}
+
+// writeSnapshot prints snap as --once does: a table, or the JSON document.
+func writeSnapshot(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, snap)
+	}
+	return ui.WriteTable(w, snap, th)
+}
+
+// currentUser is the name of the user running vramtop ("" when unknown).
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }
 
 func writeJSON(w io.Writer, v any) error {
