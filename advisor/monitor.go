@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -125,26 +126,11 @@ func (m *Monitor) observe(snap *sampler.Snapshot) []finding {
 		sm.gen = m.gen
 		f.Since = sm.at
 	}
-	for k, v := range m.devs {
-		if v.gen != m.gen {
-			delete(m.devs, k)
-		}
-	}
-	for k, v := range m.idle {
-		if v.gen != m.gen {
-			delete(m.idle, k)
-		}
-	}
-	for k, v := range m.leaks {
-		if v.gen != m.gen {
-			delete(m.leaks, k)
-		}
-	}
-	for k, v := range m.since {
-		if v.gen != m.gen {
-			delete(m.since, k)
-		}
-	}
+	// Forget what this snapshot no longer shows.
+	maps.DeleteFunc(m.devs, func(_ string, v *devMemory) bool { return v.gen != m.gen })
+	maps.DeleteFunc(m.idle, func(_ sampler.ProcessKey, v *idleMemory) bool { return v.gen != m.gen })
+	maps.DeleteFunc(m.leaks, func(_ sampler.ProcessKey, v *leakMemory) bool { return v.gen != m.gen })
+	maps.DeleteFunc(m.since, func(_ alertKey, v *sinceMemory) bool { return v.gen != m.gen })
 	return fs
 }
 

@@ -418,14 +418,20 @@ func ruleOtherTenants(out []finding, d *sampler.Device, di, level int, cfg Confi
 		noun = "processes"
 	}
 	msg := fmt.Sprintf("%s: %d %s of other users %s %s beside yours: %s", gpuName(d), n, noun, plural(n, "holds", "hold"), FormatBytes(held), strings.Join(names, ", "))
-	sev := Info
-	if level > 0 {
-		sev = Warn
-	}
+	sev := infoOrWarn(level)
 	return append(out, finding{
 		Alert: Alert{Rule: RuleOtherTenants, Severity: sev, DeviceID: d.ID, Message: msg, Bytes: held},
 		dev:   di, proc: -1, freer: -1,
 	})
+}
+
+// infoOrWarn is the severity of a finding about a GPU at level: a warning
+// once the GPU is past a threshold, information before.
+func infoOrWarn(level int) Severity {
+	if level > 0 {
+		return Warn
+	}
+	return Info
 }
 
 func ruleUnattributed(out []finding, d *sampler.Device, di, level int, cfg Config) []finding {
@@ -434,10 +440,7 @@ func ruleUnattributed(out []finding, d *sampler.Device, di, level int, cfg Confi
 	}
 	u := *d.Unattributed
 	msg := fmt.Sprintf("%s: %s used by no process visible here (other containers or PID namespaces, leaked contexts, the driver)", gpuName(d), FormatBytes(u))
-	sev := Info
-	if level > 0 {
-		sev = Warn
-	}
+	sev := infoOrWarn(level)
 	return append(out, finding{
 		Alert: Alert{Rule: RuleUnattributed, Severity: sev, DeviceID: d.ID, Message: msg, Bytes: u},
 		dev:   di, proc: -1, freer: -1,
@@ -464,10 +467,7 @@ func ruleIdleHolder(out []finding, d *sampler.Device, di int, p *sampler.Process
 		return out
 	}
 	msg := fmt.Sprintf("%s: %s has held %s at %s utilization for %s", gpuName(d), procLabel(p), FormatBytes(p.Used()), pct(util), durText(dur))
-	sev := Info
-	if level > 0 {
-		sev = Warn
-	}
+	sev := infoOrWarn(level)
 	return append(out, finding{
 		Alert: Alert{Rule: RuleIdleHolder, Severity: sev, DeviceID: d.ID, PID: p.PID, Message: msg, Bytes: p.Used()},
 		dev:   di, proc: pj, freer: -1,

@@ -317,40 +317,37 @@ func statComm(stat []byte) (string, bool) {
 // parseStatusUID returns the real UID from the "Uid:" line of
 // /proc/PID/status (real, effective, saved, filesystem).
 func parseStatusUID(b []byte) (uint32, bool) {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
-			f := bytes.Fields(rest)
-			if len(f) == 0 {
-				return 0, false
-			}
-			v, err := strconv.ParseUint(string(f[0]), 10, 32)
-			return uint32(v), err == nil
-		}
+	rest, ok := procLine(b, "Uid:")
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	f := bytes.Fields(rest)
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(f[0]), 10, 32)
+	return uint32(v), err == nil
 }
 
 // parseBootTime returns the "btime" of /proc/stat, in seconds since the epoch.
 func parseBootTime(b []byte) (int64, bool) {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if rest, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
-			v, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
-			return v, err == nil && v > 0
+	rest, ok := procLine(b, "btime ")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+	return v, err == nil && v > 0
+}
+
+// procLine returns the rest of the first line of a /proc file that starts
+// with prefix.
+func procLine(b []byte, prefix string) ([]byte, bool) {
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+			return bytes.TrimSuffix(rest, []byte("\n")), true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 // cmdlineString turns the NUL-separated arguments of /proc/PID/cmdline into
@@ -385,13 +382,8 @@ var containerPrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-
 // ("0::/system.slice/docker-<id>.scope"), for Docker, containerd and CRI-O
 // (also under kubepods) and Podman; empty when the process is in none.
 func containerID(b []byte) string {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		// hierarchy-ID:controllers:path; the path may contain ':'.
 		i := bytes.IndexByte(line, ':')
 		if i < 0 {
