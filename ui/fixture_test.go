@@ -23,6 +23,9 @@ type fakeSource struct {
 	ngpu   int
 	nprocs int // extra processes per GPU (benchmark)
 	hosts  []string
+	// unlisted is a host seen only through dcgm-exporter: its devices'
+	// processes are not listed.
+	unlisted string
 }
 
 func (f *fakeSource) Info() sampler.SourceInfo {
@@ -33,6 +36,7 @@ func (f *fakeSource) Info() sampler.SourceInfo {
 			if len(f.hosts) > 0 {
 				d.Hostname = f.hosts[h]
 				d.ID = f.hosts[h] + ":" + d.ID
+				d.NoProcessList = f.hosts[h] == f.unlisted
 			}
 			info.Devices = append(info.Devices, d)
 		}
@@ -78,6 +82,9 @@ func (f *fakeSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 	n := len(errs)
 	for i := 0; i < n; i++ {
 		g := i % max(f.ngpu, 1)
+		if len(f.hosts) > 0 && f.hosts[i/max(f.ngpu, 1)] == f.unlisted {
+			continue
+		}
 		u := f.used(g, now)
 		add := func(pid uint32, user, cmd string, share float64, visible bool) {
 			buf = append(buf, sampler.ProcSample{Device: i, PID: pid, User: user, Command: cmd, UsedBytes: uint64(float64(u) * share),

@@ -20,6 +20,7 @@ type host struct {
 	used     uint64
 	total    uint64
 	errs     int
+	unlisted int // devices whose processes are not listed
 }
 
 // isFleet reports whether the snapshot holds devices of named hosts.
@@ -52,6 +53,9 @@ func hostsOf(snap sampler.Snapshot) []host {
 		}
 		if d.Err != "" {
 			h.errs++
+		}
+		if d.NoProcessList {
+			h.unlisted++
 		}
 	}
 	sort.SliceStable(hs, func(i, j int) bool {
@@ -200,6 +204,9 @@ func (h hostList) View() string {
 			name = "(unnamed host)"
 		}
 		line := fmt.Sprintf("%s  %d GPU  max %s  used %s / %s", name, len(x.devices), fmtPct(x.pressure), fmtBytes(x.used), fmtBytes(x.total))
+		if x.unlisted == len(x.devices) {
+			line += "  processes not listed (dcgm-exporter)"
+		}
 		if x.errs > 0 {
 			line += h.st.Error.Render(fmt.Sprintf("  %d with errors", x.errs))
 		}

@@ -136,6 +136,31 @@ func deviceLabel(d sampler.Device) string {
 	return fmt.Sprint(d.Index)
 }
 
+// procDeviceLabel names the GPU of a process row: "hostA:0" where the
+// snapshot holds devices of several hosts (withHost), so that no process
+// is shown without its host; deviceLabel otherwise.
+func procDeviceLabel(d sampler.Device, withHost bool) string {
+	if withHost && d.Hostname != "" {
+		return d.Hostname + ":" + deviceLabel(d)
+	}
+	return deviceLabel(d)
+}
+
+// severalHosts reports whether the snapshot holds devices of more than one
+// host.
+func severalHosts(snap sampler.Snapshot) bool {
+	for _, d := range snap.Devices {
+		if d.Hostname != snap.Devices[0].Hostname {
+			return true
+		}
+	}
+	return false
+}
+
+// unlistedText stands in the process table for a device whose source
+// cannot list its processes (sampler.Device.NoProcessList).
+const unlistedText = "processes not listed: this host is seen through dcgm-exporter only"
+
 // shortName drops the vendor prefix of a GPU name: "NVIDIA H200" → "H200".
 func shortName(n string) string {
 	for _, p := range []string{"NVIDIA ", "Tesla "} {

@@ -489,7 +489,7 @@ func (m *Model) enter() {
 	case rowUser:
 		m.procs.group = false
 		m.setFilter(r.user)
-	case rowUnattr:
+	case rowUnattr, rowUnlisted:
 		m.openDetail(advisor.Target{DeviceID: r.dev}, 0)
 	default:
 		m.openDetail(advisor.Target{DeviceID: r.dev, PID: r.proc.PID}, r.proc.StartTime.UnixNano())

@@ -16,9 +16,10 @@ import (
 type rowKind int
 
 const (
-	rowProc   rowKind = iota
-	rowUnattr         // memory no visible process accounts for
-	rowUser           // one user's total, in the group-by-user table
+	rowProc     rowKind = iota
+	rowUnattr           // memory no visible process accounts for
+	rowUser             // one user's total, in the group-by-user table
+	rowUnlisted         // a device whose processes the source cannot list
 )
 
 // procRow is one line of the process table.
@@ -48,6 +49,8 @@ func (r procRow) key() string {
 		return "unattr:" + r.dev
 	case rowUser:
 		return "user:" + r.user
+	case rowUnlisted:
+		return "unlisted:" + r.dev
 	}
 	return fmt.Sprintf("p:%s:%d:%d", r.dev, r.proc.PID, r.proc.StartTime.UnixNano())
 }
@@ -102,8 +105,13 @@ func (p *procPane) SetSize(w, h int) {
 // SetSnapshot rebuilds the rows from the devices shown.
 func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
 	p.all = p.all[:0]
+	withHost := severalHosts(snap)
 	for _, d := range snap.Devices {
-		label := deviceLabel(d)
+		label := procDeviceLabel(d, withHost)
+		if d.NoProcessList {
+			p.all = append(p.all, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
+			continue
+		}
 		for _, pr := range d.Processes {
 			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: p.user != "" && pr.User == p.user}
 			if pr.UsedBytes != nil && !pr.Exited {
@@ -148,8 +156,11 @@ func (p *procPane) refresh(snap sampler.Snapshot) {
 }
 
 func (r procRow) matches(f string) bool {
-	if r.kind == rowUnattr {
+	switch r.kind {
+	case rowUnattr:
 		return strings.Contains("unattributed", f)
+	case rowUnlisted:
+		return strings.Contains(unlistedText, f)
 	}
 	pr := r.proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||
@@ -172,6 +183,10 @@ func (r procRow) rank() int {
 func sortRows(rows []procRow, by sortMode) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
+		// A device whose processes are not listed comes after them all.
+		if ua, ub := a.kind == rowUnlisted, b.kind == rowUnlisted; ua != ub {
+			return !ua
+		}
 		if by == sortMem {
 			// Unattributed memory competes with the processes by size: it
 			// is often the answer to "who is using my GPU?".
@@ -229,7 +244,7 @@ func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
 	by := map[string]*acc{}
 	var order []string
 	for _, r := range rows {
-		if r.kind == rowProc && r.proc.Exited {
+		if r.kind == rowProc && r.proc.Exited || r.kind == rowUnlisted {
 			continue
 		}
 		name := r.proc.User
@@ -381,7 +396,7 @@ func (p *procPane) columns() columns {
 		c.gpu = max(c.gpu, len(r.devLabel))
 		c.user = max(c.user, len(r.proc.User))
 	}
-	c.gpu = min(c.gpu, 14)
+	c.gpu = min(c.gpu, 24) // room for "host:GPU"
 	c.user = min(c.user, 12)
 	// marker, then eight columns separated by a space.
 	fixed := func() int { return 2 + c.gpu + c.pid + c.user + c.mem + c.pct + c.peak + c.age + 7 }
@@ -436,6 +451,8 @@ func (p procPane) View() string {
 			line = p.st.pSelected.on(line)
 		case r.kind == rowUnattr:
 			line = p.st.pUnattr.on(line)
+		case r.kind == rowUnlisted:
+			line = p.st.pDim.on(line)
 		case r.kind == rowProc && r.proc.Exited:
 			line = p.st.pExited.on(line)
 		case r.mine:
@@ -475,6 +492,11 @@ func (p procPane) line(r procRow, c columns) string {
 	marker := "  "
 	if r.mine {
 		marker = "● "
+	}
+	if r.kind == rowUnlisted {
+		return "  " + fit(r.devLabel, c.gpu) + " " + fitRight("-", c.pid) + " " + fit("-", c.user) + " " +
+			fitRight("", c.mem) + " " + fitRight("", c.pct) + " " + fitRight("", c.peak) + " " + fitRight("", c.age) + " " +
+			fit(unlistedText, c.cmd)
 	}
 	if r.kind == rowUnattr {
 		return "  " + fit(r.devLabel, c.gpu) + " " + fitRight("-", c.pid) + " " + fit("-", c.user) + " " +

@@ -90,7 +90,15 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 
 	procs := [][]string{{"GPU", "PID", "USER", "MEM", "%", "PEAK", "AGE", "COMMAND"}}
 	var procStyle []func(string) string
+	withHost := severalHosts(snap)
 	for _, d := range snap.Devices {
+		label := procDeviceLabel(d, withHost)
+		if d.NoProcessList {
+			// Not "no processes": nobody can tell from here.
+			procs = append(procs, []string{label, "-", "-", "", "", "", "", unlistedText})
+			procStyle = append(procStyle, func(s string) string { return st.Dim.Render(s) })
+			continue
+		}
 		for _, p := range d.Processes {
 			user := p.User
 			if user == "" {
@@ -122,7 +130,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 				}
 				cmd = strings.TrimSpace(ns + ") " + cmd)
 			}
-			procs = append(procs, []string{deviceLabel(d), strconv.FormatUint(uint64(p.PID), 10), user, mem, pct, peak, age, cmd})
+			procs = append(procs, []string{label, strconv.FormatUint(uint64(p.PID), 10), user, mem, pct, peak, age, cmd})
 			if p.Exited {
 				procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
 			} else {
@@ -130,7 +138,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 			}
 		}
 		if d.Unattributed != nil && *d.Unattributed >= mib {
-			procs = append(procs, []string{deviceLabel(d), "-", "-", fmtBytes(*d.Unattributed), fmtPct(percent(*d.Unattributed, d.MemoryTotal)), "", "",
+			procs = append(procs, []string{label, "-", "-", fmtBytes(*d.Unattributed), fmtPct(percent(*d.Unattributed, d.MemoryTotal)), "", "",
 				"unattributed: other containers/namespaces, driver, leaked contexts"})
 			procStyle = append(procStyle, func(s string) string { return st.Unattr.Render(s) })
 		}
