@@ -22,6 +22,7 @@ func demoRun(t *testing.T, until time.Duration, at map[time.Duration]func(sample
 	}
 	m := NewMonitor(Config{User: sampler.DemoUser})
 	var lastObs time.Duration = -time.Hour
+	checked := map[time.Duration]bool{}
 	for el := time.Duration(0); el <= until; {
 		now = start.Add(el)
 		snap, ok := s.Tick(now)
@@ -31,12 +32,20 @@ func demoRun(t *testing.T, until time.Duration, at map[time.Duration]func(sample
 			lastObs = el
 			if check != nil {
 				check(snap, as)
+				checked[el] = true
 			}
 		}
 		if el < 6*time.Minute {
 			el += 250 * time.Millisecond
 		} else {
 			el += time.Second
+		}
+	}
+	// A checkpoint between two steps, or without a snapshot, would
+	// otherwise check nothing and pass.
+	for el := range at {
+		if !checked[el] {
+			t.Errorf("checkpoint %v was never reached", el)
 		}
 	}
 }

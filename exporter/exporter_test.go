@@ -198,14 +198,23 @@ func TestLostGPUHasNoSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	healthy := 0
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
 				if lp.GetName() == LabelUUID && lp.GetValue() == "GPU-eeee" {
 					t.Errorf("%s exported for a lost GPU", mf.GetName())
 				}
+				if lp.GetName() == LabelUUID && lp.GetValue() == "GPU-aaaa" {
+					healthy++
+				}
 			}
 		}
+	}
+	// Without the healthy GPU's series the check above would pass on
+	// nothing.
+	if healthy == 0 {
+		t.Error("no series for the healthy GPU-aaaa either")
 	}
 }
 

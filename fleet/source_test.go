@@ -371,13 +371,18 @@ func TestFleetStaleExporter(t *testing.T) {
 	defer srv.Close()
 	_, s, _ := newFleet(t, srv.URL, 0)
 	snap := s.Once()
+	seen := map[string]int{}
 	for _, d := range snap.Devices {
+		seen[d.Hostname]++
 		if d.Hostname == "hostA" && !strings.Contains(d.Err, "no recent GPU sample") {
 			t.Errorf("%s: error %q, want the stale exporter's", d.ID, d.Err)
 		}
 		if d.Hostname == "hostB" && d.Err != "" {
 			t.Errorf("%s: error %q on a healthy host", d.ID, d.Err)
 		}
+	}
+	if seen["hostA"] == 0 || seen["hostB"] == 0 {
+		t.Errorf("devices per host %v: both hosts must be listed for the checks to mean anything", seen)
 	}
 }
 

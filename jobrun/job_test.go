@@ -152,7 +152,10 @@ exit 0`
 		t.Errorf("peak at %v, least headroom at %v; the run was %v to %v", g.PeakAt, g.MinFreeAt, r.Start, r.End)
 	}
 	// Every process of the tree was seen.
-	data, _ := os.ReadFile(pids)
+	data, err := os.ReadFile(pids)
+	if n := len(strings.Fields(string(data))); err != nil || n != 3 {
+		t.Fatalf("the descendants wrote %d PIDs (%v), want 3", n, err)
+	}
 	for _, f := range strings.Fields(string(data)) {
 		pid, _ := strconv.Atoi(f)
 		found := false

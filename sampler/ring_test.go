@@ -142,7 +142,11 @@ func TestBucketsWithoutSamplesAreNaN(t *testing.T) {
 	if got[0] != 7 || !math.IsNaN(got[1]) || !math.IsNaN(got[2]) || got[3] != 9 {
 		t.Fatalf("buckets = %v, want [7 NaN NaN 9]", got)
 	}
-	for _, b := range w.Buckets(ringT0.Add(-time.Hour), ringT0, 3) {
+	before := w.Buckets(ringT0.Add(-time.Hour), ringT0, 3)
+	if len(before) != 3 {
+		t.Fatalf("a span before the history: %d buckets, want 3", len(before))
+	}
+	for _, b := range before {
 		if !math.IsNaN(b) {
 			t.Fatalf("a span before the history has a value: %v", b)
 		}

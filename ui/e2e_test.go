@@ -19,6 +19,11 @@ func TestEndToEndTmux(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
+		// CI installs tmux (.ci/run): there a missing tmux is a failure,
+		// not a silently skipped test.
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but tmux is not installed: the end-to-end test must run in CI")
+		}
 		t.Skip("tmux is not installed")
 	}
 	bin := testbin.Build(t)

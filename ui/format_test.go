@@ -39,17 +39,18 @@ func TestPaintMatchesRender(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	cases := map[string]string{
-		fmtBytes(0): "0 MiB", fmtBytes(512 * mib): "512 MiB", fmtBytes(gib): "1.0 GiB", fmtBytes(143771 * mib): "140.4 GiB",
-		fmtBytesShort(61*gib + 800*mib): "61.8G", fmtBytesShort(100 * mib): "100M",
-		fmtOptBytes(nil): "n/a", fmtOptPct(nil): "n/a", fmtTemp(nil): "n/a", fmtPower(nil): "n/a",
-		fmtPct(math.NaN()): "n/a", fmtPct(44.4): "44%",
-		fmtAge(45 * time.Second): "45s", fmtAge(12 * time.Minute): "12m", fmtAge(3*time.Hour + 4*time.Minute): "3h04m",
-		fmtAge(50 * time.Hour): "2d02h", fmtAge(-time.Second): "0s",
-	}
-	for got, want := range cases {
-		if got != want {
-			t.Errorf("got %q want %q", got, want)
+	// A slice, not a map keyed by the result: a wrong result equal to a
+	// later case's would overwrite that case and pass.
+	for i, c := range []struct{ got, want string }{
+		{fmtBytes(0), "0 MiB"}, {fmtBytes(512 * mib), "512 MiB"}, {fmtBytes(gib), "1.0 GiB"}, {fmtBytes(143771 * mib), "140.4 GiB"},
+		{fmtBytesShort(61*gib + 800*mib), "61.8G"}, {fmtBytesShort(100 * mib), "100M"},
+		{fmtOptBytes(nil), "n/a"}, {fmtOptPct(nil), "n/a"}, {fmtTemp(nil), "n/a"}, {fmtPower(nil), "n/a"},
+		{fmtPct(math.NaN()), "n/a"}, {fmtPct(44.4), "44%"},
+		{fmtAge(45 * time.Second), "45s"}, {fmtAge(12 * time.Minute), "12m"}, {fmtAge(3*time.Hour + 4*time.Minute), "3h04m"},
+		{fmtAge(50 * time.Hour), "2d02h"}, {fmtAge(-time.Second), "0s"},
+	} {
+		if c.got != c.want {
+			t.Errorf("case %d: got %q want %q", i, c.got, c.want)
 		}
 	}
 	if fit("abcdef", 4) != "abc…" || fit("ab", 4) != "ab  " || fitRight("ab", 4) != "  ab" || fit("x", 0) != "" {

@@ -93,14 +93,29 @@ func TestWriteTable(t *testing.T) {
 	// Columns line up: every device row has its USED column at the same
 	// offset as the header's.
 	lines := strings.Split(out, "\n")
-	var hdr string
-	for _, l := range lines {
+	hi := -1
+	for i, l := range lines {
 		if strings.HasPrefix(l, "GPU  NAME") {
-			hdr = l
+			hi = i
 		}
 	}
-	if hdr == "" {
+	if hi < 0 {
 		t.Fatalf("no device header:\n%s", out)
+	}
+	// USED is right-aligned: each value ends where the header's USED does.
+	end := strings.Index(lines[hi], "USED") + len("USED")
+	rows := 0
+	for _, l := range lines[hi+1:] {
+		if l == "" {
+			break
+		}
+		rows++
+		if len(l) <= end || l[end-1] == ' ' || l[end] != ' ' {
+			t.Errorf("USED column not aligned with the header at %d:\n%s\n%s", end, lines[hi], l)
+		}
+	}
+	if rows != len(snap.Devices) {
+		t.Errorf("%d device rows, want %d", rows, len(snap.Devices))
 	}
 	golden(t, "demo_once", out)
 }
