@@ -122,14 +122,21 @@ func (f *sourceFlags) add(fs *flag.FlagSet) {
 // open returns the source the flags ask for: NVML, or the demo.
 func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 	if f.demo == "on" {
-		return sampler.NewDemo(time.Now().Add(-sampler.DemoLead)), nil
+		return newDemo(), nil
 	}
 	src, err := sampler.OpenNVML()
 	if err != nil && errors.Is(err, sampler.ErrNoDriver) && f.demo == "auto" {
 		fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
-		return sampler.NewDemo(time.Now().Add(-sampler.DemoLead)), nil
+		return newDemo(), nil
 	}
 	return src, err
+}
+
+// newDemo is the demo DemoLead into its story, with the story so far as the
+// devices' history.
+func newDemo() *sampler.Demo {
+	now := time.Now()
+	return sampler.NewDemo(now.Add(-sampler.DemoLead)).BackfillTo(now)
 }
 
 // newSampler opens the source and a sampler over it. Errors are printed

@@ -134,6 +134,9 @@ type Demo struct {
 	start time.Time
 	devs  []demoDev
 	procs []demoProc
+	// backfillTo, when set, is the moment up to which Backfill gives the
+	// devices' history from start.
+	backfillTo time.Time
 
 	mu    sync.Mutex
 	added []*addedProc
@@ -142,6 +145,37 @@ type Demo struct {
 // NewDemo returns the demo server with five GPUs (seven devices: GPU 3's
 // two MIG instances are devices of their own).
 func NewDemo(start time.Time) *Demo { return NewDemoGPUs(start, 5) }
+
+// BackfillTo makes Backfill give each device's used memory from the demo's
+// start up to t, a sample a second: a live view opened DemoLead into the
+// story shows the story so far. It returns d.
+func (d *Demo) BackfillTo(t time.Time) *Demo {
+	d.backfillTo = t
+	return d
+}
+
+// Backfill is the device's used memory from the demo's start up to the time
+// set with BackfillTo, one sample a second; nothing when none was set.
+func (d *Demo) Backfill(deviceID string) (times []time.Time, values []uint64) {
+	dev := -1
+	for i := range d.devs {
+		if d.devs[i].info.ID == deviceID {
+			dev = i
+		}
+	}
+	if dev < 0 || !d.backfillTo.After(d.start) {
+		return nil, nil
+	}
+	out := make([]MemSample, len(d.devs))
+	for t := d.start; t.Before(d.backfillTo); t = t.Add(time.Second) {
+		d.ReadMemory(t, out)
+		if out[dev].Err == nil {
+			times = append(times, t)
+			values = append(values, out[dev].Used)
+		}
+	}
+	return times, values
+}
 
 // DemoLead is how far into its story the demo starts when vramtop runs it
 // (--demo): the training run has ramped up and its spikes have begun by the

@@ -440,3 +440,36 @@ func demoProcessPID(snap Snapshot, devID string, pid uint32) (Process, bool) {
 	}
 	return Process{}, false
 }
+
+func TestDemoBackfill(t *testing.T) {
+	now := demoStart.Add(DemoLead)
+	if ts, vs := NewDemo(demoStart).Backfill("0"); ts != nil || vs != nil {
+		t.Fatal("a demo without BackfillTo gave a history")
+	}
+	d := NewDemo(demoStart).BackfillTo(now)
+	ts, vs := d.Backfill("0")
+	if len(ts) != int(DemoLead/time.Second) || len(vs) != len(ts) {
+		t.Fatalf("%d samples of GPU 0, want one a second for %v", len(ts), DemoLead)
+	}
+	// Each sample is what the demo reads at that moment.
+	out := make([]MemSample, len(d.Info().Devices))
+	for _, i := range []int{0, len(ts) / 2, len(ts) - 1} {
+		NewDemo(demoStart).ReadMemory(ts[i], out)
+		if vs[i] != out[0].Used {
+			t.Errorf("sample %d at %v: %d, the demo reads %d", i, ts[i], vs[i], out[0].Used)
+		}
+	}
+	if vs[0] >= vs[len(vs)-1] {
+		t.Errorf("GPU 0's history does not show the training ramp: %d then %d", vs[0], vs[len(vs)-1])
+	}
+	if ts, _ := d.Backfill("no-such-device"); ts != nil {
+		t.Error("an unknown device got a history")
+	}
+	// The sampler's first snapshot opens with that story.
+	s := newSampler(t, d, Config{Now: func() time.Time { return now }})
+	snap := s.Once()
+	gpu0, _ := snap.Device("0")
+	if gpu0.History.Len() < len(ts) {
+		t.Errorf("first snapshot's GPU 0 history holds %d samples, want the %d backfilled and more", gpu0.History.Len(), len(ts))
+	}
+}
