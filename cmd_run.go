@@ -77,6 +77,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var err error
 		rec, err = recorder.Open(recorder.Options{
 			Path: *record, Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
+			ProcessInterval: sampler.JobProcessInterval,
 		})
 		if err != nil {
 			s.Close()

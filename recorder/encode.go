@@ -19,6 +19,7 @@ type seriesKey struct {
 // remembers the last history sample written for each series so each line
 // carries only the new ones.
 type Encoder struct {
+	processInterval   time.Duration // 0: sampler.MinProcessInterval
 	history, interval time.Duration
 	program           string
 	// last holds the time of the newest sample written per series.
@@ -43,7 +44,8 @@ func (e *Encoder) Header(snap sampler.Snapshot, created time.Time) Header {
 		Hostname: snap.Hostname, Source: snap.Source, Demo: snap.Demo,
 		DriverVersion: snap.DriverVersion, NVMLVersion: snap.NVMLVersion, CUDAVersion: snap.CUDAVersion,
 		Interval: Duration(e.interval), History: Duration(e.history),
-		Devices: make([]DeviceInfo, len(snap.Devices)),
+		ProcessInterval: Duration(e.processInterval),
+		Devices:         make([]DeviceInfo, len(snap.Devices)),
 	}
 	for i, d := range snap.Devices {
 		h.Devices[i] = DeviceInfo{
@@ -59,7 +61,7 @@ func (e *Encoder) Header(snap sampler.Snapshot, created time.Time) Header {
 func SameHeader(a, b Header) bool {
 	if a.Hostname != b.Hostname || a.Source != b.Source || a.Demo != b.Demo ||
 		a.DriverVersion != b.DriverVersion || a.NVMLVersion != b.NVMLVersion ||
-		a.CUDAVersion != b.CUDAVersion || a.Interval != b.Interval || a.History != b.History ||
+		a.CUDAVersion != b.CUDAVersion || a.Interval != b.Interval || a.History != b.History || a.ProcessInterval != b.ProcessInterval ||
 		a.Program != b.Program {
 		return false
 	}

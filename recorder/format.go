@@ -52,9 +52,12 @@ type Header struct {
 	CUDAVersion   string    `json:"cuda_version,omitempty"`
 	// Interval and History are the sampler's configuration; replay sizes
 	// its history windows from them.
-	Interval Duration     `json:"interval"`
-	History  Duration     `json:"history"`
-	Devices  []DeviceInfo `json:"devices"`
+	Interval Duration `json:"interval"`
+	History  Duration `json:"history"`
+	// ProcessInterval is the process-list floor, where it is not the
+	// default (vramtop run lists processes every 250 ms).
+	ProcessInterval Duration     `json:"process_interval,omitempty"`
+	Devices         []DeviceInfo `json:"devices"`
 }
 
 // DeviceInfo is the static part of a device.
@@ -213,7 +216,11 @@ func DeviceRingCap(history, interval time.Duration) int {
 	return sampler.CapacityFor(history, interval)
 }
 
-// ProcessRingCap is the capacity of a process's history ring.
-func ProcessRingCap(history, interval time.Duration) int {
-	return sampler.CapacityFor(history, max(interval, sampler.MinProcessInterval))
+// ProcessRingCap is the capacity of a process's history ring; procInterval
+// is the sampler's process-list floor (0: sampler.MinProcessInterval).
+func ProcessRingCap(history, interval, procInterval time.Duration) int {
+	if procInterval == 0 {
+		procInterval = sampler.MinProcessInterval
+	}
+	return sampler.CapacityFor(history, max(interval, procInterval))
 }

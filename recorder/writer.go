@@ -36,6 +36,9 @@ type Options struct {
 	Keep int
 	// Interval and History are the sampler's configuration, for the header.
 	Interval, History time.Duration
+	// ProcessInterval is the sampler's process-list floor when it is not
+	// sampler.MinProcessInterval (vramtop run), for the header.
+	ProcessInterval time.Duration
 	// Program names the writer in the header ("vramtop 1.2.3").
 	Program string
 	// FlushEvery bounds how long a line stays buffered (with lines coming
@@ -88,6 +91,7 @@ func Open(opts Options) (*Writer, error) {
 	}
 	w := &Writer{opts: opts, gz: strings.HasSuffix(opts.Path, ".gz")}
 	w.enc = NewEncoder(opts.History, opts.Interval, opts.Program)
+	w.enc.processInterval = opts.ProcessInterval
 	if err := w.openFile(); err != nil {
 		return nil, err
 	}

@@ -156,7 +156,7 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 		interval = sampler.DefaultInterval
 	}
 	devCap := recorder.DeviceRingCap(history, interval)
-	procCap := recorder.ProcessRingCap(history, interval)
+	procCap := recorder.ProcessRingCap(history, interval, time.Duration(h.ProcessInterval))
 	snap := sampler.Snapshot{
 		Time: rec.T, Hostname: h.Hostname, DriverVersion: h.DriverVersion,
 		NVMLVersion: h.NVMLVersion, CUDAVersion: h.CUDAVersion,

@@ -64,7 +64,7 @@ func demoRun(t *testing.T, path string, interval, history, span time.Duration, o
 	t0 := time.Date(2026, 3, 14, 2, 55, 0, 0, time.UTC)
 	now := t0
 	demo := sampler.NewDemo(t0)
-	s, err := sampler.New(demo, sampler.Config{Interval: interval, History: history, Now: func() time.Time { return now }})
+	s, err := sampler.New(demo, sampler.Config{Interval: interval, History: history, ProcessInterval: opts.ProcessInterval, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,19 +98,23 @@ func TestRoundTripExact(t *testing.T) {
 		interval, history time.Duration
 		span              time.Duration
 		exits             bool
+		procInterval      time.Duration // the sampler's process-list floor; 0: default
 	}{
 		// 5 min: the demo's exiting process leaves and stays listed as
 		// exited; a 2 min history makes the rings wrap.
-		{"plain, 1s", "rec.jsonl", time.Second, 2 * time.Minute, 5 * time.Minute, true},
-		{"gzip, 1s", "rec.jsonl.gz", time.Second, 2 * time.Minute, 5 * time.Minute, true},
+		{"plain, 1s", "rec.jsonl", time.Second, 2 * time.Minute, 5 * time.Minute, true, 0},
+		{"gzip, 1s", "rec.jsonl.gz", time.Second, 2 * time.Minute, 5 * time.Minute, true, 0},
 		// Faster than snapshots are published: lines carry the extra
 		// history samples.
-		{"plain, 100ms", "fast.jsonl", 100 * time.Millisecond, 30 * time.Second, 90 * time.Second, false},
+		{"plain, 100ms", "fast.jsonl", 100 * time.Millisecond, 30 * time.Second, 90 * time.Second, false, 0},
+		// vramtop run lists processes every 250 ms: its process histories
+		// hold four times as many samples, and replay sizes them so.
+		{"vramtop run's 250ms process lists", "job.jsonl", 250 * time.Millisecond, 30 * time.Second, 90 * time.Second, false, sampler.JobProcessInterval},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), c.file)
-			want := demoRun(t, path, c.interval, c.history, c.span, recorder.Options{})
+			want := demoRun(t, path, c.interval, c.history, c.span, recorder.Options{ProcessInterval: c.procInterval})
 			var warns []Warning
 			rec, err := Load([]string{path}, func(w Warning) { warns = append(warns, w) })
 			if err != nil {
