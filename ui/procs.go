@@ -524,21 +524,7 @@ func (p procPane) line(r procRow, c columns) string {
 	if r.hasAge {
 		age = fmtAge(r.age)
 	}
-	cmd := pr.Command
-	if !pr.Visible {
-		ns := "(other PID namespace"
-		if pr.Container != "" {
-			ns += "; container " + shortContainer(pr.Container)
-		}
-		ns += ")"
-		if cmd == "" {
-			cmd = ns
-		} else {
-			cmd = ns + " " + cmd
-		}
-	} else if pr.Container != "" {
-		cmd = "[" + shortContainer(pr.Container) + "] " + cmd
-	}
+	cmd := commandCell(pr)
 	return marker + fit(r.devLabel, c.gpu) + " " + fitRight(strconv.FormatUint(uint64(pr.PID), 10), c.pid) + " " +
 		fit(user, c.user) + " " + fitRight(mem, c.mem) + " " + fitRight(pct, c.pct) + " " +
 		fitRight(peak, c.peak) + " " + fitRight(age, c.age) + " " + fit(cmd, c.cmd)
@@ -564,6 +550,23 @@ func (p procPane) groupLine(r procRow, c columns) string {
 	}
 	return marker + fit(r.user, 18) + " " + fitRight(strconv.Itoa(r.nprocs), 5) + " " + fitRight(strconv.Itoa(r.ngpus), 4) + " " +
 		fitRight(mem, c.mem) + " " + fitRight(pct, c.pct) + " " + fitRight(peak, c.peak) + " " + r.top
+}
+
+// commandCell is a process's COMMAND column, in the live view and the
+// table alike: its command line, with its container in front, or what is
+// known of a process in another PID namespace.
+func commandCell(pr sampler.Process) string {
+	switch {
+	case !pr.Visible:
+		ns := "(other PID namespace"
+		if pr.Container != "" {
+			ns += "; container " + shortContainer(pr.Container)
+		}
+		return strings.TrimSpace(ns + ") " + pr.Command)
+	case pr.Container != "":
+		return "[" + shortContainer(pr.Container) + "] " + pr.Command
+	}
+	return pr.Command
 }
 
 // shortContainer shortens a container ID to 12 characters, as docker does.

@@ -122,14 +122,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 			case !p.FirstSeen.IsZero():
 				age = fmtAge(snap.Time.Sub(p.FirstSeen))
 			}
-			cmd := p.Command
-			if !p.Visible {
-				ns := "(other PID namespace"
-				if p.Container != "" {
-					ns += "; container " + shortContainer(p.Container)
-				}
-				cmd = strings.TrimSpace(ns + ") " + cmd)
-			}
+			cmd := commandCell(p)
 			procs = append(procs, []string{label, strconv.FormatUint(uint64(p.PID), 10), user, mem, pct, peak, age, cmd})
 			if p.Exited {
 				procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
