@@ -9,13 +9,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 1 << 20
 
 
-def start_tenants(sizes_mib, workdir, env=None):
-    """Start one `tenant.py hold` per size; return their Popen objects once
-    every one has allocated its memory."""
+def gpu_count():
+    out = subprocess.check_output(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], text=True)
+    return len(out.split())
+
+
+def start_tenants(sizes_mib, workdir, env=None, gpus=None):
+    """Start one `tenant.py hold` per size, spread over the GPUs (gpus[i] is
+    the comma list of GPUs of tenant i; by default round robin); return their
+    Popen objects once every one has allocated its memory."""
+    n = gpu_count()
     procs, ready = [], []
     for i, mib in enumerate(sizes_mib):
         r = os.path.join(workdir, f"ready-{time.time_ns()}-{i}")
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "tenant.py"), "hold", str(mib), r],
+        where = gpus[i] if gpus else str(i % n)
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "tenant.py"), "hold", str(mib), r, where],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         procs.append(p)
         ready.append(r)

@@ -1,6 +1,7 @@
 """A GPU tenant for vramtop's measurements: holds, spikes or churns memory.
 
-  tenant.py hold MIB READYFILE          allocate MIB MiB, write READYFILE, sleep
+  tenant.py hold MIB READYFILE [GPUS]   allocate MIB MiB on each GPU of GPUS (a comma
+                                        list of indices, default 0), write READYFILE, sleep
   tenant.py spike BASE_MIB SPIKE_MIB PERIOD_S HOLD_S LOGFILE SECONDS
                                         hold BASE, and every PERIOD_S add SPIKE
                                         for HOLD_S; log each spike's start/end
@@ -17,10 +18,13 @@ import torch
 MiB = 1 << 20
 
 
-def hold(mib, ready):
-    x = torch.empty(mib * MiB, dtype=torch.uint8, device="cuda")
-    x.fill_(1)
-    torch.cuda.synchronize()
+def hold(mib, ready, gpus="0"):
+    xs = []
+    for g in gpus.split(","):
+        x = torch.empty(mib * MiB, dtype=torch.uint8, device=f"cuda:{g}")
+        x.fill_(1)
+        xs.append(x)
+        torch.cuda.synchronize(int(g))
     with open(ready + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.rename(ready + ".tmp", ready)
@@ -86,7 +90,7 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     a = sys.argv[2:]
     if mode == "hold":
-        hold(int(a[0]), a[1])
+        hold(int(a[0]), a[1], *a[2:3])
     elif mode == "spike":
         spike(int(a[0]), int(a[1]), float(a[2]), float(a[3]), a[4], float(a[5]))
     elif mode == "allocloop":

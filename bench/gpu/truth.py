@@ -11,7 +11,7 @@ import os
 import sys
 import tempfile
 
-from common import start_tenants, stop, smi_gpus, smi_apps, vramtop_json, mib
+from common import gpu_count, start_tenants, stop, smi_gpus, smi_apps, vramtop_json, mib
 
 
 def norm_bus(b):
@@ -58,6 +58,9 @@ def main():
     rows = []
     failed = False
     try:
+        if gpu_count() > 1:
+            # One process holding memory on two GPUs.
+            tenants += start_tenants([512], work, gpus=["0,1"])
         for n in counts:
             sizes = [((i * 37) % 13 + 1) * 64 for i in range(len(tenants), n)]
             tenants += start_tenants(sizes, work)
