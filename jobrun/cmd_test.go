@@ -21,13 +21,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // vramtop builds the command once, for the tests that run it as a user
 // would.
-func vramtop(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the vramtop binary")
-	}
-	return testbin.Build(t)
-}
+var vramtop = testbin.BuildUnlessShort
 
 func exitCode(err error) int {
 	var ee *exec.ExitError

@@ -20,13 +20,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // vramtop builds the command once, for the tests that run it as a user
 // would.
-func vramtop(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the vramtop binary")
-	}
-	return testbin.Build(t)
-}
+var vramtop = testbin.BuildUnlessShort
 
 // completeLines counts the snapshot lines of a plain recording that end
 // with a newline, and returns the time of the last one.

@@ -63,6 +63,15 @@ func Build(tb testing.TB) string {
 	return bin
 }
 
+// BuildUnlessShort is Build for tests that `go test -short` skips.
+func BuildUnlessShort(tb testing.TB) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("builds the vramtop binary")
+	}
+	return Build(tb)
+}
+
 // BuildWith builds the vramtop command into path with extra go build flags
 // (-ldflags ...) and returns what the compiler printed.
 func BuildWith(tb testing.TB, path string, flags ...string) string {
