@@ -50,8 +50,8 @@ type ReplayControl interface {
 
 // maxFPS caps how often the terminal is redrawn. Frames change only on a
 // snapshot, a key or a resize, but the renderer wakes at this rate to look:
-// at Bubble Tea's default of 60 those wake-ups cost about 0.6% of a core, at
-// 20 about 0.2%, and a key still shows within 50 ms.
+// their cost grows with the rate (docs/PERFORMANCE.md), and at 20 a key still
+// shows within 50 ms.
 const maxFPS = 20
 
 // Run shows the live view until the user quits or ctx ends.
