@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -28,7 +29,7 @@ func TestPickDemo(t *testing.T) {
 	}
 	// The same choice from a demo snapshot taken now: freest first, the
 	// MIG parent (GPU 3) never, its instances by UUID.
-	s, err := sampler.New(sampler.NewDemo(time.Now().Add(-sampler.DemoLead)), sampler.Config{})
+	s, err := sampler.New(demo.New(time.Now().Add(-demo.Lead)), sampler.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

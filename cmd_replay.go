@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/replay"
-	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
 )
 
@@ -96,7 +96,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}()
 	me := currentUser()
 	if first := rec.Snapshot(0); first.Demo {
-		me = sampler.DemoUser
+		me = demo.User
 	}
 	err = ui.Run(ctx, p.Snapshots(), ui.Options{
 		Thresholds: th.Thresholds,

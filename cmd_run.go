@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/jobrun"
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
@@ -96,7 +97,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
 		Signals: sigs, Foreground: true,
 	}
-	if demo, ok := src.(*sampler.Demo); ok {
+	if d, ok := src.(*demo.Demo); ok {
 		// The child's real PID is on no demo GPU: show it on one, with a
 		// made-up footprint, so the report has something to say.
 		me := currentUser()
@@ -105,7 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		cmdline := strings.Join(argv, " ")
 		cfg.OnStart = func(pid int) {
-			demo.AddProcess(demoJobDevice, uint32(pid), me, cmdline, demoJobBytes)
+			d.AddProcess(demoJobDevice, uint32(pid), me, cmdline, demoJobBytes)
 		}
 	}
 	r, err := jobrun.Run(ctx, cfg)

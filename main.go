@@ -21,6 +21,8 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/demo"
+	"github.com/vramtop/vramtop/nvmlsource"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
 )
@@ -124,19 +126,25 @@ func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 	if f.demo == "on" {
 		return newDemo(), nil
 	}
-	src, err := sampler.OpenNVML()
-	if err != nil && errors.Is(err, sampler.ErrNoDriver) && f.demo == "auto" {
-		fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
-		return newDemo(), nil
+	src, err := nvmlsource.Open()
+	if err != nil && f.demo == "auto" {
+		switch {
+		case errors.Is(err, sampler.ErrNoDriver):
+			fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
+			return newDemo(), nil
+		case errors.Is(err, nvmlsource.ErrNotBuilt):
+			fmt.Fprintln(stderr, "vramtop: this build has no NVML support; showing the built-in demo")
+			return newDemo(), nil
+		}
 	}
 	return src, err
 }
 
-// newDemo is the demo DemoLead into its story, with the story so far as the
+// newDemo is the demo demo.Lead into its story, with the story so far as the
 // devices' history.
-func newDemo() *sampler.Demo {
+func newDemo() *demo.Demo {
 	now := time.Now()
-	return sampler.NewDemo(now.Add(-sampler.DemoLead)).BackfillTo(now)
+	return demo.New(now.Add(-demo.Lead)).BackfillTo(now)
 }
 
 // newSampler opens the source and a sampler over it. Errors are printed
@@ -152,9 +160,12 @@ func (f *sourceFlags) newSampler(stderr io.Writer) (*sampler.Sampler, int) {
 func (f *sourceFlags) start(name string, cfg sampler.Config, stderr io.Writer) (sampler.Source, *sampler.Sampler, int) {
 	src, err := f.open(stderr)
 	if err != nil {
-		if errors.Is(err, sampler.ErrNoDriver) {
+		switch {
+		case errors.Is(err, sampler.ErrNoDriver):
 			fmt.Fprintf(stderr, "%s: %v; is the NVIDIA driver installed? Try --demo to see the built-in demo\n", name, err)
-		} else {
+		case errors.Is(err, nvmlsource.ErrNotBuilt):
+			fmt.Fprintf(stderr, "%s: %v; use a Linux build with NVML (cgo) for live GPUs, or --demo, explain, replay and fleet here\n", name, err)
+		default:
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		}
 		return nil, nil, exitUsage
@@ -279,7 +290,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		me = os.Getenv("USER")
 	}
 	if sf.demo == "on" {
-		me = sampler.DemoUser
+		me = demo.User
 	}
 	err := runLive(ctx, s, ui.Options{
 		Thresholds:  th.Thresholds,

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/vramtop/vramtop/internal/testbin"
+	"github.com/vramtop/vramtop/nvmlsource"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
@@ -81,6 +82,9 @@ func TestBadFlagsExitTwo(t *testing.T) {
 func TestNoDriverMessage(t *testing.T) {
 	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
 		t.Skip("this machine has an NVIDIA driver")
+	}
+	if !nvmlsource.Supported {
+		t.Skip("built without NVML: TestBuildWithoutCgo checks that message")
 	}
 	_, stderr, code := vramtop(t, "--once")
 	if code != 2 {

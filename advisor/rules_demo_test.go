@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -16,11 +17,11 @@ func demoRun(t *testing.T, until time.Duration, at map[time.Duration]func(sample
 	t.Helper()
 	start := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	now := start
-	s, err := sampler.New(sampler.NewDemo(start), sampler.Config{Interval: 250 * time.Millisecond, Now: func() time.Time { return now }})
+	s, err := sampler.New(demo.New(start), sampler.Config{Interval: 250 * time.Millisecond, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMonitor(Config{User: sampler.DemoUser})
+	m := NewMonitor(Config{User: demo.User})
 	var lastObs time.Duration = -time.Hour
 	checked := map[time.Duration]bool{}
 	for el := time.Duration(0); el <= until; {
@@ -133,7 +134,7 @@ func TestDemoRules(t *testing.T) {
 func TestDemoAdviceForTheTrainingJob(t *testing.T) {
 	demoRun(t, 5*time.Minute, map[time.Duration]func(sampler.Snapshot, []Alert){
 		5 * time.Minute: func(snap sampler.Snapshot, _ []Alert) {
-			as := Advise(snap, Target{DeviceID: "0", PID: 41230}, Config{User: sampler.DemoUser})
+			as := Advise(snap, Target{DeviceID: "0", PID: 41230}, Config{User: demo.User})
 			d, _ := snap.Device("0")
 			var alice sampler.Process
 			for _, p := range d.Processes {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/fleet/internal/promtest"
 	"github.com/vramtop/vramtop/internal/testbin"
@@ -33,14 +34,14 @@ type demoRange struct {
 
 func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
 	t.Helper()
-	// vramtop serve --demo starts the demo DemoLead into its story.
-	start := time.Now().Add(-sampler.DemoLead)
-	demo := sampler.NewDemo(start)
-	info := demo.Info()
+	// vramtop serve --demo starts the demo demo.Lead into its story.
+	start := time.Now().Add(-demo.Lead)
+	d := demo.New(start)
+	info := d.Info()
 	out := make([]sampler.MemSample, len(info.Devices))
 	exp := map[string]demoRange{}
-	for dt := sampler.DemoLead; dt <= sampler.DemoLead+span; dt += 250 * time.Millisecond {
-		if err := demo.ReadMemory(start.Add(dt), out); err != nil {
+	for dt := demo.Lead; dt <= demo.Lead+span; dt += 250 * time.Millisecond {
+		if err := d.ReadMemory(start.Add(dt), out); err != nil {
 			t.Fatal(err)
 		}
 		for i, di := range info.Devices {
@@ -57,7 +58,7 @@ func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
 			exp[id] = r
 		}
 	}
-	s, err := sampler.New(sampler.NewDemo(start), sampler.Config{Now: func() time.Time { return start }})
+	s, err := sampler.New(demo.New(start), sampler.Config{Now: func() time.Time { return start }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -135,7 +136,7 @@ func seq(from, to int) []int {
 func demoRunFrom(t *testing.T, path string, t0 time.Time, span time.Duration) []sampler.Snapshot {
 	t.Helper()
 	now := t0
-	s, _ := sampler.New(sampler.NewDemo(t0), sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
+	s, _ := sampler.New(demo.New(t0), sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
 	w, err := recorder.Open(recorder.Options{Path: path, Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestGzipCutReadsUpToLastFlush(t *testing.T) {
 	path := filepath.Join(dir, "rec.jsonl.gz")
 	t0 := time.Date(2026, 3, 14, 2, 55, 0, 0, time.UTC)
 	now := t0
-	s, _ := sampler.New(sampler.NewDemo(t0), sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
+	s, _ := sampler.New(demo.New(t0), sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
 	// Flush after every line written (the clock moves 1 s per line).
 	w, err := recorder.Open(recorder.Options{Path: path, Interval: time.Second, History: time.Minute, FlushEvery: time.Second, Now: func() time.Time { return now }})
 	if err != nil {

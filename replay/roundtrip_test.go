@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -63,7 +64,7 @@ func demoRun(t *testing.T, path string, interval, history, span time.Duration, o
 	t.Helper()
 	t0 := time.Date(2026, 3, 14, 2, 55, 0, 0, time.UTC)
 	now := t0
-	demo := sampler.NewDemo(t0)
+	demo := demo.New(t0)
 	s, err := sampler.New(demo, sampler.Config{Interval: interval, History: history, ProcessInterval: opts.ProcessInterval, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -22,21 +22,20 @@ func BenchmarkRingPush(b *testing.B) {
 }
 
 // BenchmarkSamplerTickMemory8 is a sampler tick of the device-memory path
-// alone (read 8 demo GPUs, push each reading into its ring) at the 50 ms
+// alone (read 8 GPUs of a scripted source, push each reading into its ring) at the 50 ms
 // fast interval with one hour of history: the process lists, the process
 // utilization and publishing are held off, as on the ticks where they are
 // not due.
 func BenchmarkSamplerTickMemory8(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := NewDemoGPUs(start, 8)
-	s, err := New(d, Config{Interval: MinInterval})
+	s, err := New(newFake(8), Config{Interval: MinInterval})
 	if err != nil {
 		b.Fatal(err)
 	}
 	now := start.Add(10 * time.Minute)
 	s.Tick(now) // the first tick does everything once
-	if len(s.devs) != 10 {
-		b.Fatalf("%d devices, want 8 GPUs (10 devices with GPU 3's MIG instances)", len(s.devs))
+	if len(s.devs) != 8 {
+		b.Fatalf("%d devices, want 8", len(s.devs))
 	}
 	// Only the memory path is due from here on.
 	never := now.Add(1000 * time.Hour)

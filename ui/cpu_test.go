@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 func runDemo8() int {
-	s, err := sampler.New(sampler.NewDemoGPUs(time.Now(), 8), sampler.Config{Interval: time.Second})
+	s, err := sampler.New(demo.NewGPUs(time.Now(), 8), sampler.Config{Interval: time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -35,7 +36,7 @@ func runDemo8() int {
 	defer cancel()
 	snaps := s.Subscribe()
 	go s.Run(ctx)
-	if err := Run(ctx, snaps, Options{Thresholds: advisor.DefaultThresholds(), User: sampler.DemoUser, SetInterval: s.SetInterval}); err != nil {
+	if err := Run(ctx, snaps, Options{Thresholds: advisor.DefaultThresholds(), User: demo.User, SetInterval: s.SetInterval}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -21,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // demoSnap runs the built-in demo for d of fixed-clock time at 1 s.
 func demoSnap(tb testing.TB, d time.Duration) sampler.Snapshot {
 	tb.Helper()
-	return fixture(tb, sampler.NewDemo(fixedStart), d)
+	return fixture(tb, demo.New(fixedStart), d)
 }
 
 func golden(t *testing.T, name, got string) {
@@ -47,12 +48,12 @@ func golden(t *testing.T, name, got string) {
 func TestGoldenDemo(t *testing.T) {
 	snap := demoSnap(t, 10*time.Minute)
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
-		m, _ := newTestModel(Options{User: sampler.DemoUser, Version: "test"})
+		m, _ := newTestModel(Options{User: demo.User, Version: "test"})
 		send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]}, snapshotMsg(snap))
 		golden(t, fmt.Sprintf("demo_%dx%d", sz[0], sz[1]), screenText(m))
 		checkFits(t, m, sz[0], sz[1])
 	}
-	m, _ := newTestModel(Options{User: sampler.DemoUser, Version: "test"})
+	m, _ := newTestModel(Options{User: demo.User, Version: "test"})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	keys(m, "enter")
 	golden(t, "demo_120x40_gpu0", screenText(m))
@@ -63,8 +64,8 @@ func TestGoldenDemo(t *testing.T) {
 }
 
 func TestGoldenCompactEightGPUs(t *testing.T) {
-	snap := fixture(t, sampler.NewDemoGPUs(fixedStart, 8), 10*time.Minute)
-	m, _ := newTestModel(Options{User: sampler.DemoUser, Version: "test"})
+	snap := fixture(t, demo.NewGPUs(fixedStart, 8), 10*time.Minute)
+	m, _ := newTestModel(Options{User: demo.User, Version: "test"})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	if !m.gpus.compact {
 		t.Error("8 GPUs should be compact")

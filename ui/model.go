@@ -13,6 +13,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -131,7 +132,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		snaps:    snaps,
 		critSeen: map[string]bool{},
 		termSent: map[sampler.ProcessKey]bool{},
-		kill:     func(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) },
+		kill:     signalProcess,
 		isRoot:   os.Geteuid() == 0,
 	}
 	// One monitor gives both the alerts and the advice, so they agree (the
@@ -301,8 +302,8 @@ func (m *Model) show(s sampler.Snapshot) {
 	m.snap, m.have = s, true
 	if s.Demo {
 		// The demo's processes belong to its own users; "you" are its
-		// DemoUser whoever runs it.
-		m.procs.user = sampler.DemoUser
+		// demo.User whoever runs it.
+		m.procs.user = demo.User
 	}
 	m.fleet = isFleet(s)
 	m.hosts.SetSnapshot(s)

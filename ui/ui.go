@@ -23,7 +23,7 @@ type Options struct {
 	SetInterval func(time.Duration)
 	Version     string
 	// User is whose processes are "mine" (the m key, the K key, the
-	// highlighting): the current user, or sampler.DemoUser in demo mode.
+	// highlighting): the current user, or demo.User in demo mode.
 	User string
 	// Now is the clock for the stale check; time.Now when nil.
 	Now func() time.Time

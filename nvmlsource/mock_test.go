@@ -1,13 +1,17 @@
-package sampler
+//go:build cgo
+
+package nvmlsource
 
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // This file wires go-nvml's mock servers for the NVML source's tests and
@@ -208,10 +212,16 @@ func nvmlProcs(pidBytes ...uint64) []nvml.ProcessInfo {
 // open opens the NVML source over the host, with /proc from the fixtures.
 func (h *mockHost) open(t testing.TB) *nvmlSource {
 	t.Helper()
-	s, err := newNVMLSource(h.srv, NewProcReader(fixtureProc))
+	s, err := newSource(h.srv, sampler.NewProcReader(fixtureProc))
 	if err != nil {
 		t.Fatalf("opening the NVML source on the mock: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// fixtureProc is the sampler's /proc fixture tree.
+const fixtureProc = "../sampler/testdata/proc"
+
+// fixtureBoot is the btime of the fixture's stat file.
+var fixtureBoot = time.Unix(1700000000, 0)

@@ -1,19 +1,21 @@
-package sampler
+package demo
 
 import (
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 var demoStart = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 
 // demoRun ticks a sampler over a demo at `every` from demoStart to
 // demoStart+until and calls f with each published snapshot.
-func demoRun(t *testing.T, d *Demo, every, until time.Duration, f func(el time.Duration, snap Snapshot)) *Sampler {
+func demoRun(t *testing.T, d *Demo, every, until time.Duration, f func(el time.Duration, snap sampler.Snapshot)) *sampler.Sampler {
 	t.Helper()
-	s := newSampler(t, d, Config{Interval: max(every, MinInterval)})
+	s := newSampler(t, d, sampler.Config{Interval: max(every, sampler.MinInterval)})
 	for el := time.Duration(0); el <= until; el += every {
 		if snap, ok := s.Tick(demoStart.Add(el)); ok && f != nil {
 			f(el, snap)
@@ -22,21 +24,21 @@ func demoRun(t *testing.T, d *Demo, every, until time.Duration, f func(el time.D
 	return s
 }
 
-func demoProcess(snap Snapshot, devID, user string) (Process, bool) {
+func demoProcess(snap sampler.Snapshot, devID, user string) (sampler.Process, bool) {
 	d, _ := snap.Device(devID)
 	for _, p := range d.Processes {
 		if p.User == user {
 			return p, true
 		}
 	}
-	return Process{}, false
+	return sampler.Process{}, false
 }
 
 func TestDemoIsDeterministic(t *testing.T) {
-	var a, b []Snapshot
-	demoRun(t, NewDemo(demoStart), 250*time.Millisecond, 6*time.Minute, func(_ time.Duration, s Snapshot) { a = append(a, s) })
-	demoRun(t, NewDemo(demoStart), 250*time.Millisecond, 6*time.Minute, func(_ time.Duration, s Snapshot) { b = append(b, s) })
-	if len(a) != len(b) || len(a) < int(6*time.Minute/MinPublishInterval) {
+	var a, b []sampler.Snapshot
+	demoRun(t, New(demoStart), 250*time.Millisecond, 6*time.Minute, func(_ time.Duration, s sampler.Snapshot) { a = append(a, s) })
+	demoRun(t, New(demoStart), 250*time.Millisecond, 6*time.Minute, func(_ time.Duration, s sampler.Snapshot) { b = append(b, s) })
+	if len(a) != len(b) || len(a) < int(6*time.Minute/sampler.MinPublishInterval) {
 		t.Fatalf("%d and %d snapshots", len(a), len(b))
 	}
 	for i := 0; i < len(a); i += 37 {
@@ -52,7 +54,7 @@ func TestDemoIsDeterministic(t *testing.T) {
 }
 
 func TestDemoSourceInfo(t *testing.T) {
-	d := NewDemo(demoStart)
+	d := New(demoStart)
 	info := d.Info()
 	if info.Kind != "demo" || !info.Demo || info.Hostname != "demo-node" || info.DriverVersion != "580.95.05" {
 		t.Fatalf("info = %+v", info)
@@ -64,7 +66,7 @@ func TestDemoSourceInfo(t *testing.T) {
 	if want := []string{"0", "1", "2", "3", "3/1", "3/2", "4"}; !slices.Equal(ids, want) {
 		t.Fatalf("device IDs %v, want %v", ids, want)
 	}
-	snap, _ := newSampler(t, d, Config{}).Tick(demoStart)
+	snap, _ := newSampler(t, d, sampler.Config{}).Tick(demoStart)
 	if !snap.Demo || snap.Source != "demo" {
 		t.Fatal("the snapshot is not labelled as demo data")
 	}
@@ -74,16 +76,16 @@ func TestDemoSourceInfo(t *testing.T) {
 		t.Fatal("Info shares its MIG description with callers")
 	}
 
-	if n := len(NewDemoGPUs(demoStart, 8).Info().Devices); n != 10 {
+	if n := len(NewGPUs(demoStart, 8).Info().Devices); n != 10 {
 		t.Fatalf("8 GPUs give %d devices, want 10 (GPU 3's two MIG instances are devices)", n)
 	}
-	if n := len(NewDemoGPUs(demoStart, 1).Info().Devices); n != 6 {
+	if n := len(NewGPUs(demoStart, 1).Info().Devices); n != 6 {
 		t.Fatalf("a demo of 1 GPU gives %d devices, want 4 GPUs (6 devices)", n)
 	}
 }
 
 func TestDemoMemoryAddsUp(t *testing.T) {
-	demoRun(t, NewDemoGPUs(demoStart, 8), time.Second, 10*time.Minute, func(el time.Duration, snap Snapshot) {
+	demoRun(t, NewGPUs(demoStart, 8), time.Second, 10*time.Minute, func(el time.Duration, snap sampler.Snapshot) {
 		var migUsed uint64
 		for _, d := range snap.Devices {
 			reserved := uint64(0)
@@ -104,7 +106,7 @@ func TestDemoMemoryAddsUp(t *testing.T) {
 }
 
 func TestDemoCardSizes(t *testing.T) {
-	snap, _ := newSampler(t, NewDemo(demoStart), Config{}).Tick(demoStart)
+	snap, _ := newSampler(t, New(demoStart), sampler.Config{}).Tick(demoStart)
 	for _, d := range snap.Devices {
 		switch d.Name {
 		case "NVIDIA H100 80GB HBM3":
@@ -124,9 +126,9 @@ func TestDemoCardSizes(t *testing.T) {
 
 func TestDemoTrainingJobSpikesPastCritical(t *testing.T) {
 	// Read GPU 0 at 50 ms, as the fast mode does, for five minutes.
-	d := NewDemo(demoStart)
-	s := newSampler(t, d, Config{Interval: 50 * time.Millisecond, History: 10 * time.Minute})
-	var snap Snapshot
+	d := New(demoStart)
+	s := newSampler(t, d, sampler.Config{Interval: 50 * time.Millisecond, History: 10 * time.Minute})
+	var snap sampler.Snapshot
 	for el := time.Duration(0); el <= 5*time.Minute; el += 50 * time.Millisecond {
 		if sn, ok := s.Tick(demoStart.Add(el)); ok {
 			snap = sn
@@ -180,13 +182,13 @@ func TestDemoTrainingJobSpikesPastCritical(t *testing.T) {
 	}
 }
 
-func firstValue(w Window) uint64 {
+func firstValue(w sampler.Window) uint64 {
 	_, v := w.At(0)
 	return v
 }
 
 // countSpikes counts the jumps of more than jump between samples.
-func countSpikes(w Window, jump uint64) int {
+func countSpikes(w sampler.Window, jump uint64) int {
 	n := 0
 	for i := 1; i < w.Len(); i++ {
 		_, a := w.At(i - 1)
@@ -201,7 +203,7 @@ func countSpikes(w Window, jump uint64) int {
 func TestDemoSecondUserArrivesOnGPU0(t *testing.T) {
 	var before, after bool
 	var arrived time.Duration
-	demoRun(t, NewDemo(demoStart), 250*time.Millisecond, 3*time.Minute, func(el time.Duration, snap Snapshot) {
+	demoRun(t, New(demoStart), 250*time.Millisecond, 3*time.Minute, func(el time.Duration, snap sampler.Snapshot) {
 		bob, ok := demoProcess(snap, "0", "bob")
 		if !ok {
 			if after {
@@ -213,10 +215,10 @@ func TestDemoSecondUserArrivesOnGPU0(t *testing.T) {
 		if !after {
 			after, arrived = true, el
 		}
-		if bob.Exited || bob.User == DemoUser {
+		if bob.Exited || bob.User == User {
 			t.Fatalf("bob: %+v", bob)
 		}
-		if _, ok := demoProcess(snap, "0", DemoUser); !ok {
+		if _, ok := demoProcess(snap, "0", User); !ok {
 			t.Fatal("alice's job is gone from GPU 0")
 		}
 	})
@@ -228,7 +230,7 @@ func TestDemoSecondUserArrivesOnGPU0(t *testing.T) {
 func TestDemoLeakOnlyGrows(t *testing.T) {
 	var prev uint64
 	var first, last uint64
-	demoRun(t, NewDemo(demoStart), 250*time.Millisecond, 5*time.Minute, func(el time.Duration, snap Snapshot) {
+	demoRun(t, New(demoStart), 250*time.Millisecond, 5*time.Minute, func(el time.Duration, snap sampler.Snapshot) {
 		carol, ok := demoProcess(snap, "1", "carol")
 		if !ok || carol.UsedBytes == nil {
 			t.Fatalf("carol's server missing at %v", el)
@@ -255,9 +257,9 @@ func TestDemoLeakOnlyGrows(t *testing.T) {
 func TestDemoLeakEndsInARestart(t *testing.T) {
 	// Over a few hours the leaking server is restarted (a new process) and
 	// its memory starts low again; GPU 1 never exceeds its card.
-	d := NewDemo(demoStart)
+	d := New(demoStart)
 	pids := map[uint32]bool{}
-	s := newSampler(t, d, Config{Interval: 10 * time.Second, History: 5 * time.Hour, ExitedTTL: time.Minute})
+	s := newSampler(t, d, sampler.Config{Interval: 10 * time.Second, History: 5 * time.Hour, ExitedTTL: time.Minute})
 	for el := time.Duration(0); el <= 4*time.Hour; el += 10 * time.Second {
 		snap, _ := s.Tick(demoStart.Add(el))
 		gpu1, _ := snap.Device("1")
@@ -275,8 +277,8 @@ func TestDemoLeakEndsInARestart(t *testing.T) {
 
 func TestDemoProcessExitsAndIsDropped(t *testing.T) {
 	const exitAt = 4 * time.Minute
-	d := NewDemo(demoStart)
-	s := newSampler(t, d, Config{Interval: time.Second, ExitedTTL: time.Minute})
+	d := New(demoStart)
+	s := newSampler(t, d, sampler.Config{Interval: time.Second, ExitedTTL: time.Minute})
 	var sawLive, sawExited, dropped bool
 	for el := time.Duration(0); el <= exitAt+2*time.Minute; el += time.Second {
 		snap, _ := s.Tick(demoStart.Add(el))
@@ -302,11 +304,11 @@ func TestDemoProcessExitsAndIsDropped(t *testing.T) {
 }
 
 func TestDemoAbsentFields(t *testing.T) {
-	snap, _ := newSampler(t, NewDemo(demoStart), Config{}).Tick(demoStart.Add(3 * time.Minute))
+	snap, _ := newSampler(t, New(demoStart), sampler.Config{}).Tick(demoStart.Add(3 * time.Minute))
 
 	// GPU 2: a process of another PID namespace, and unattributed memory.
 	gpu2, _ := snap.Device("2")
-	var hidden *Process
+	var hidden *sampler.Process
 	for i, p := range gpu2.Processes {
 		if !p.Visible {
 			hidden = &gpu2.Processes[i]
@@ -361,9 +363,9 @@ func TestDemoAbsentFields(t *testing.T) {
 }
 
 func TestDemoReadMemoryDoesNotAllocate(t *testing.T) {
-	d := NewDemoGPUs(demoStart, 8)
+	d := NewGPUs(demoStart, 8)
 	d.AddProcess(0, 999, "alice", "python child.py", func(time.Duration) uint64 { return 1 << 30 })
-	out := make([]MemSample, len(d.Info().Devices))
+	out := make([]sampler.MemSample, len(d.Info().Devices))
 	now := demoStart
 	if n := testing.AllocsPerRun(100, func() {
 		now = now.Add(50 * time.Millisecond)
@@ -374,19 +376,19 @@ func TestDemoReadMemoryDoesNotAllocate(t *testing.T) {
 }
 
 func TestDemoAddProcess(t *testing.T) {
-	d := NewDemo(demoStart)
-	s := newSampler(t, d, Config{Interval: 50 * time.Millisecond})
+	d := New(demoStart)
+	s := newSampler(t, d, sampler.Config{Interval: 50 * time.Millisecond})
 	const pid = 777777
 	added := make(chan struct{})
 	go func() { // another goroutine than the sampler's, as in `vramtop run --demo`
 		defer close(added)
-		d.AddProcess(1, pid, DemoUser, "python child.py", func(el time.Duration) uint64 {
+		d.AddProcess(1, pid, User, "python child.py", func(el time.Duration) uint64 {
 			return 2<<30 + uint64(el/time.Second)*(1<<20)
 		})
 	}()
 	// Tick until the child has been added and then seen in a few snapshots
 	// (the goroutine may be scheduled late on a loaded machine).
-	var withChild Snapshot
+	var withChild sampler.Snapshot
 	seen := 0
 	for el := time.Duration(0); seen < 10 && el <= 10*time.Minute; el += 50 * time.Millisecond {
 		snap, ok := s.Tick(demoStart.Add(el))
@@ -403,7 +405,7 @@ func TestDemoAddProcess(t *testing.T) {
 	}
 	<-added
 	child, ok := demoProcessPID(withChild, "1", pid)
-	if !ok || child.User != DemoUser || child.Command != "python child.py" || child.UsedBytes == nil || child.Used() < 2<<30 {
+	if !ok || child.User != User || child.Command != "python child.py" || child.UsedBytes == nil || child.Used() < 2<<30 {
 		t.Fatalf("the added process on GPU 1: %+v", child)
 	}
 	// The device's memory includes it, and nothing is left unattributed (the
@@ -420,7 +422,7 @@ func TestDemoAddProcess(t *testing.T) {
 
 	d.RemoveProcess(pid)
 	at := withChild.Time
-	var snap Snapshot
+	var snap sampler.Snapshot
 	for el := time.Duration(0); el <= time.Second; el += 50 * time.Millisecond {
 		if sn, ok := s.Tick(at.Add(el)); ok {
 			snap = sn
@@ -431,30 +433,30 @@ func TestDemoAddProcess(t *testing.T) {
 	}
 }
 
-func demoProcessPID(snap Snapshot, devID string, pid uint32) (Process, bool) {
+func demoProcessPID(snap sampler.Snapshot, devID string, pid uint32) (sampler.Process, bool) {
 	d, _ := snap.Device(devID)
 	for _, p := range d.Processes {
 		if p.PID == pid {
 			return p, true
 		}
 	}
-	return Process{}, false
+	return sampler.Process{}, false
 }
 
 func TestDemoBackfill(t *testing.T) {
-	now := demoStart.Add(DemoLead)
-	if ts, vs := NewDemo(demoStart).Backfill("0"); ts != nil || vs != nil {
+	now := demoStart.Add(Lead)
+	if ts, vs := New(demoStart).Backfill("0"); ts != nil || vs != nil {
 		t.Fatal("a demo without BackfillTo gave a history")
 	}
-	d := NewDemo(demoStart).BackfillTo(now)
+	d := New(demoStart).BackfillTo(now)
 	ts, vs := d.Backfill("0")
-	if len(ts) != int(DemoLead/time.Second) || len(vs) != len(ts) {
-		t.Fatalf("%d samples of GPU 0, want one a second for %v", len(ts), DemoLead)
+	if len(ts) != int(Lead/time.Second) || len(vs) != len(ts) {
+		t.Fatalf("%d samples of GPU 0, want one a second for %v", len(ts), Lead)
 	}
 	// Each sample is what the demo reads at that moment.
-	out := make([]MemSample, len(d.Info().Devices))
+	out := make([]sampler.MemSample, len(d.Info().Devices))
 	for _, i := range []int{0, len(ts) / 2, len(ts) - 1} {
-		NewDemo(demoStart).ReadMemory(ts[i], out)
+		New(demoStart).ReadMemory(ts[i], out)
 		if vs[i] != out[0].Used {
 			t.Errorf("sample %d at %v: %d, the demo reads %d", i, ts[i], vs[i], out[0].Used)
 		}
@@ -466,10 +468,19 @@ func TestDemoBackfill(t *testing.T) {
 		t.Error("an unknown device got a history")
 	}
 	// The sampler's first snapshot opens with that story.
-	s := newSampler(t, d, Config{Now: func() time.Time { return now }})
+	s := newSampler(t, d, sampler.Config{Now: func() time.Time { return now }})
 	snap := s.Once()
 	gpu0, _ := snap.Device("0")
 	if gpu0.History.Len() < len(ts) {
 		t.Errorf("first snapshot's GPU 0 history holds %d samples, want the %d backfilled and more", gpu0.History.Len(), len(ts))
 	}
+}
+
+func newSampler(t *testing.T, src sampler.Source, cfg sampler.Config) *sampler.Sampler {
+	t.Helper()
+	s, err := sampler.New(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,4 +1,6 @@
-package sampler
+//go:build cgo
+
+package nvmlsource
 
 import (
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // nvmlLibrary is the file name of the library that NVML is loaded from.
@@ -24,17 +27,20 @@ const migRescanInterval = 30 * time.Second
 // instance failed to report (it may have been destroyed).
 const migStaleRescan = 2 * time.Second
 
-// OpenNVML opens the NVML source over the system's libnvidia-ml.so.1. Where
+// Supported is true: this build reads GPUs through NVML.
+const Supported = true
+
+// Open opens the NVML source over the system's libnvidia-ml.so.1. Where
 // the library cannot be loaded, the error wraps ErrNoDriver.
-func OpenNVML() (Source, error) {
-	return NewNVMLSource(nvml.New(), NewProcReader(""))
+func Open() (sampler.Source, error) {
+	return New(nvml.New(), sampler.NewProcReader(""))
 }
 
-// NewNVMLSource initializes lib and returns a Source over its devices, with
+// New initializes lib and returns a Source over its devices, with
 // process details from proc (the host's /proc when nil). Tests pass one of
 // go-nvml's mock servers as lib.
-func NewNVMLSource(lib nvml.Interface, proc *ProcReader) (Source, error) {
-	s, err := newNVMLSource(lib, proc)
+func New(lib nvml.Interface, proc *sampler.ProcReader) (sampler.Source, error) {
+	s, err := newSource(lib, proc)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +51,8 @@ func NewNVMLSource(lib nvml.Interface, proc *ProcReader) (Source, error) {
 // goroutine calls it.
 type nvmlSource struct {
 	lib  nvml.Interface
-	proc *ProcReader
-	info SourceInfo
+	proc *sampler.ProcReader
+	info sampler.SourceInfo
 	// gpus are the physical GPUs in index order; devs is the device list as
 	// of the last Info call (GPUs, each followed by its MIG instances).
 	gpus []*nvmlDev
@@ -66,7 +72,7 @@ type nvmlSource struct {
 
 // nvmlDev is one entry of the device list: a GPU, or a MIG instance of one.
 type nvmlDev struct {
-	info DeviceInfo
+	info sampler.DeviceInfo
 	h    nvml.Device
 	// openErr is why there is no handle; the device reports it every poll.
 	openErr error
@@ -128,16 +134,16 @@ func returnText(r nvml.Return) string {
 	return r.Error()
 }
 
-func newNVMLSource(lib nvml.Interface, proc *ProcReader) (*nvmlSource, error) {
+func newSource(lib nvml.Interface, proc *sampler.ProcReader) (*nvmlSource, error) {
 	if proc == nil {
-		proc = NewProcReader("")
+		proc = sampler.NewProcReader("")
 	}
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return nil, fmt.Errorf("cannot load %s: %w", nvmlLibrary, ErrNoDriver)
+		return nil, fmt.Errorf("cannot load %s: %w", nvmlLibrary, sampler.ErrNoDriver)
 	case nvml.ERROR_DRIVER_NOT_LOADED:
-		return nil, fmt.Errorf("%s loaded but the NVIDIA kernel driver is not running: %w", nvmlLibrary, ErrNoDriver)
+		return nil, fmt.Errorf("%s loaded but the NVIDIA kernel driver is not running: %w", nvmlLibrary, sampler.ErrNoDriver)
 	case nvml.ERROR_LIB_RM_VERSION_MISMATCH:
 		return nil, fmt.Errorf("NVML: %s does not match the running kernel driver (reboot or reload the driver after an upgrade)", nvmlLibrary)
 	default:
@@ -159,7 +165,7 @@ func newNVMLSource(lib nvml.Interface, proc *ProcReader) (*nvmlSource, error) {
 		lib.Shutdown()
 		return nil, fmt.Errorf("NVML: counting devices: %s", returnText(ret))
 	}
-	s.info = SourceInfo{Kind: "nvml"}
+	s.info = sampler.SourceInfo{Kind: "nvml"}
 	s.info.Hostname, _ = os.Hostname()
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		s.info.DriverVersion = v
@@ -205,7 +211,7 @@ func garblesProcessLists(v string) bool {
 // openGPU reads the static description of GPU i. A GPU that cannot be
 // opened is still listed; it reports why on every poll.
 func (s *nvmlSource) openGPU(i int) *nvmlDev {
-	d := &nvmlDev{info: DeviceInfo{ID: strconv.Itoa(i), Index: i}}
+	d := &nvmlDev{info: sampler.DeviceInfo{ID: strconv.Itoa(i), Index: i}}
 	h, ret := s.lib.DeviceGetHandleByIndex(i)
 	if ret != nvml.SUCCESS {
 		d.openErr = &nvmlError{op: "opening the device", ret: ret}
@@ -262,7 +268,7 @@ func (s *nvmlSource) scan() {
 	}
 	s.devs = devs
 	if changed {
-		infos := make([]DeviceInfo, len(devs))
+		infos := make([]sampler.DeviceInfo, len(devs))
 		for i, d := range devs {
 			infos[i] = d.info
 		}
@@ -301,10 +307,10 @@ func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
 		if ret != nvml.SUCCESS {
 			ci = 0
 		}
-		d := &nvmlDev{h: mh, mig: true, info: DeviceInfo{
+		d := &nvmlDev{h: mh, mig: true, info: sampler.DeviceInfo{
 			Index:    g.info.Index,
 			PCIBusID: g.info.PCIBusID,
-			MIG:      &MIGInfo{ParentIndex: g.info.Index, GPUInstanceID: gi, ComputeInstanceID: ci},
+			MIG:      &sampler.MIGInfo{ParentIndex: g.info.Index, GPUInstanceID: gi, ComputeInstanceID: ci},
 		}}
 		if name, ret := mh.GetName(); ret == nvml.SUCCESS {
 			d.info.Name = name
@@ -345,13 +351,13 @@ func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
 	return out
 }
 
-func sameMIG(a, b *MIGInfo) bool {
+func sameMIG(a, b *sampler.MIGInfo) bool {
 	return a != nil && b != nil && *a == *b
 }
 
 // Info returns the source's description; the MIG layout is read again every
 // migRescanInterval.
-func (s *nvmlSource) Info() SourceInfo {
+func (s *nvmlSource) Info() sampler.SourceInfo {
 	if s.rescan && !s.closed {
 		s.rescan = false
 		s.lastScan = s.lastNow
@@ -362,7 +368,7 @@ func (s *nvmlSource) Info() SourceInfo {
 
 // ReadMemory reads every device's memory, and utilization, temperature and
 // power where supported. It does not allocate while devices keep behaving.
-func (s *nvmlSource) ReadMemory(now time.Time, out []MemSample) error {
+func (s *nvmlSource) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	if s.closed {
 		return errClosed
 	}
@@ -389,8 +395,8 @@ func (s *nvmlSource) ReadMemory(now time.Time, out []MemSample) error {
 var errClosed = errors.New("NVML source is closed")
 
 // readDevice fills m for device d and reports whether its memory was read.
-func (s *nvmlSource) readDevice(d *nvmlDev, m *MemSample) bool {
-	*m = MemSample{}
+func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
+	*m = sampler.MemSample{}
 	if d.h == nil {
 		m.Err = d.openErr
 		return false
@@ -455,7 +461,7 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *MemSample) bool {
 
 // ReadProcesses lists the compute and graphics processes of every device,
 // one entry per (device, PID), with what /proc says about each.
-func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]ProcSample, error) {
+func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
 	buf = buf[:0]
 	if s.closed {
 		return buf, errClosed
@@ -511,7 +517,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error
 // merge adds the processes of one list of device dev to buf, merging a PID
 // already listed for the device since start (a process that is both a
 // compute and a graphics client is one entry, "compute+graphics").
-func (s *nvmlSource) merge(buf []ProcSample, start, dev int, procs []nvml.ProcessInfo, typ string) []ProcSample {
+func (s *nvmlSource) merge(buf []sampler.ProcSample, start, dev int, procs []nvml.ProcessInfo, typ string) []sampler.ProcSample {
 	for _, p := range procs {
 		used, has := p.UsedGpuMemory, p.UsedGpuMemory != math.MaxUint64
 		if !has {
@@ -530,14 +536,14 @@ func (s *nvmlSource) merge(buf []ProcSample, start, dev int, procs []nvml.Proces
 			continue
 		}
 		s.pidIdx[p.Pid] = len(buf)
-		buf = append(buf, ProcSample{Device: dev, PID: p.Pid, UsedBytes: used, HasUsed: has, Type: typ})
+		buf = append(buf, sampler.ProcSample{Device: dev, PID: p.Pid, UsedBytes: used, HasUsed: has, Type: typ})
 	}
 	return buf
 }
 
 // ReadProcessUtilization reads the SM utilization of each process sampled
 // since the previous call. A device with no new samples adds nothing.
-func (s *nvmlSource) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) error {
+func (s *nvmlSource) ReadProcessUtilization(now time.Time, out map[sampler.UtilKey]float64) error {
 	if s.closed {
 		return errClosed
 	}
@@ -565,7 +571,7 @@ func (s *nvmlSource) ReadProcessUtilization(now time.Time, out map[UtilKey]float
 				continue
 			}
 			s.utilSeen[smp.Pid] = smp.TimeStamp
-			out[UtilKey{Device: i, PID: smp.Pid}] = float64(smp.SmUtil)
+			out[sampler.UtilKey{Device: i, PID: smp.Pid}] = float64(smp.SmUtil)
 			newest = max(newest, smp.TimeStamp)
 		}
 		d.utilTS = newest

@@ -1,4 +1,6 @@
-package sampler
+//go:build cgo
+
+package nvmlsource
 
 import (
 	"fmt"
@@ -6,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // writeFakeProc writes a /proc tree under dir with the given PIDs, each a
@@ -45,15 +49,15 @@ func BenchmarkNVMLSample8x100(b *testing.B) {
 	}
 	root := b.TempDir()
 	writeFakeProc(b, root, pids)
-	s, err := newNVMLSource(h.srv, NewProcReader(root))
+	s, err := newSource(h.srv, sampler.NewProcReader(root))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	n := len(s.Info().Devices)
-	mem := make([]MemSample, n)
+	mem := make([]sampler.MemSample, n)
 	errs := make([]error, n)
-	var buf []ProcSample
+	var buf []sampler.ProcSample
 	now := nvmlT0
 	sample := func() {
 		now = now.Add(time.Second)
@@ -81,12 +85,12 @@ func BenchmarkNVMLSample8x100(b *testing.B) {
 // utilization, temperature and power of 8 GPUs.
 func BenchmarkNVMLMemory8(b *testing.B) {
 	h := newMockHost(nil)
-	s, err := newNVMLSource(h.srv, NewProcReader(fixtureProc))
+	s, err := newSource(h.srv, sampler.NewProcReader(fixtureProc))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	mem := make([]MemSample, len(s.Info().Devices))
+	mem := make([]sampler.MemSample, len(s.Info().Devices))
 	now := nvmlT0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -94,5 +98,12 @@ func BenchmarkNVMLMemory8(b *testing.B) {
 		if err := s.ReadMemory(now, mem); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func writeProcFile(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,6 @@
-package sampler
+//go:build cgo
+
+package nvmlsource
 
 import (
 	"errors"
@@ -10,20 +12,21 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 var nvmlT0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func nvmlReadMem(t *testing.T, s Source) []MemSample {
+func nvmlReadMem(t *testing.T, s sampler.Source) []sampler.MemSample {
 	t.Helper()
-	out := make([]MemSample, len(s.Info().Devices))
+	out := make([]sampler.MemSample, len(s.Info().Devices))
 	if err := s.ReadMemory(nvmlT0, out); err != nil {
 		t.Fatalf("ReadMemory: %v", err)
 	}
 	return out
 }
 
-func nvmlReadProcs(t *testing.T, s Source) ([]ProcSample, []error) {
+func nvmlReadProcs(t *testing.T, s sampler.Source) ([]sampler.ProcSample, []error) {
 	t.Helper()
 	errs := make([]error, len(s.Info().Devices))
 	ps, err := s.ReadProcesses(nvmlT0, nil, errs)
@@ -238,7 +241,7 @@ func TestNVMLProcesses(t *testing.T) {
 		dev int
 		pid uint32
 	}
-	got := map[key]ProcSample{}
+	got := map[key]sampler.ProcSample{}
 	for _, p := range ps {
 		k := key{p.Device, p.PID}
 		if _, dup := got[k]; dup {
@@ -249,7 +252,7 @@ func TestNVMLProcesses(t *testing.T) {
 	if len(got) != 7 {
 		t.Errorf("%d processes, want 7: %+v", len(got), ps)
 	}
-	check := func(dev int, pid uint32, typ string, used uint64, hasUsed bool) ProcSample {
+	check := func(dev int, pid uint32, typ string, used uint64, hasUsed bool) sampler.ProcSample {
 		t.Helper()
 		p, ok := got[key{dev, pid}]
 		if !ok {
@@ -336,7 +339,7 @@ func TestNVMLMIG(t *testing.T) {
 		t.Error("GPU 0 not marked as in MIG mode")
 	}
 	mi := info.Devices[1]
-	if mi.MIG == nil || *mi.MIG != (MIGInfo{ParentIndex: 0, GPUInstanceID: 3, ComputeInstanceID: 0, Profile: "3g.40gb"}) ||
+	if mi.MIG == nil || *mi.MIG != (sampler.MIGInfo{ParentIndex: 0, GPUInstanceID: 3, ComputeInstanceID: 0, Profile: "3g.40gb"}) ||
 		mi.UUID != "MIG-aaaa" || mi.Index != 0 || mi.PCIBusID != info.Devices[0].PCIBusID {
 		t.Errorf("MIG instance 0/3: %+v (MIG %+v)", mi, mi.MIG)
 	}
@@ -401,7 +404,7 @@ func TestNVMLMIGLayoutChange(t *testing.T) {
 	if len(before.Devices) != 10 {
 		t.Fatalf("%d devices, want 10", len(before.Devices))
 	}
-	out := make([]MemSample, 10)
+	out := make([]sampler.MemSample, 10)
 	s.ReadMemory(nvmlT0, out)
 	// An administrator destroys instance 2.
 	h.setMIG(0, a)
@@ -417,7 +420,7 @@ func TestNVMLMIGLayoutChange(t *testing.T) {
 	if len(before.Devices) != 10 || before.Devices[2].ID != "0/2" {
 		t.Fatal("an earlier Info's device list changed under its holder")
 	}
-	out = make([]MemSample, 9)
+	out = make([]sampler.MemSample, 9)
 	if err := s.ReadMemory(nvmlT0.Add(migRescanInterval+2*time.Second), out); err != nil {
 		t.Fatal(err)
 	}
@@ -468,9 +471,9 @@ func TestGarblesProcessLists(t *testing.T) {
 func TestNVMLNoLibrary(t *testing.T) {
 	h := newMockHost(nil)
 	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
-	_, err := NewNVMLSource(h.srv, nil)
-	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
-		t.Fatalf("err %v, want ErrNoDriver naming libnvidia-ml.so.1", err)
+	_, err := New(h.srv, nil)
+	if !errors.Is(err, sampler.ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
+		t.Fatalf("err %v, want sampler.ErrNoDriver naming libnvidia-ml.so.1", err)
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q spans lines", err)
@@ -483,8 +486,8 @@ func TestNVMLNoLibrary(t *testing.T) {
 func TestNVMLInitOtherFailure(t *testing.T) {
 	h := newMockHost(nil)
 	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_NO_PERMISSION }
-	_, err := NewNVMLSource(h.srv, nil)
-	if err == nil || errors.Is(err, ErrNoDriver) {
+	_, err := New(h.srv, nil)
+	if err == nil || errors.Is(err, sampler.ErrNoDriver) {
 		t.Fatalf("err %v, want an error that is not 'no driver'", err)
 	}
 }
@@ -492,13 +495,13 @@ func TestNVMLInitOtherFailure(t *testing.T) {
 // TestOpenNVMLWithoutDriver runs the real loader: on a machine without the
 // NVIDIA driver it must say which library is missing.
 func TestOpenNVMLWithoutDriver(t *testing.T) {
-	src, err := OpenNVML()
+	src, err := Open()
 	if err == nil {
 		src.Close()
 		t.Skip("an NVIDIA driver is installed here")
 	}
-	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
-		t.Fatalf("OpenNVML without a driver: %v, want ErrNoDriver naming libnvidia-ml.so.1", err)
+	if !errors.Is(err, sampler.ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
+		t.Fatalf("Open without a driver: %v, want sampler.ErrNoDriver naming libnvidia-ml.so.1", err)
 	}
 }
 
@@ -511,12 +514,12 @@ func TestNVMLProcessUtilization(t *testing.T) {
 	}
 	h.gpus[1].samplesRet = nvml.ERROR_NOT_SUPPORTED
 	s := h.open(t)
-	got := map[UtilKey]float64{}
+	got := map[sampler.UtilKey]float64{}
 	if err := s.ReadProcessUtilization(nvmlT0, got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[UtilKey]float64{{0, 1001}: 70, {0, 1002}: 5}
-	if len(got) != len(want) || got[UtilKey{0, 1001}] != 70 || got[UtilKey{0, 1002}] != 5 {
+	want := map[sampler.UtilKey]float64{{Device: 0, PID: 1001}: 70, {Device: 0, PID: 1002}: 5}
+	if len(got) != len(want) || got[sampler.UtilKey{Device: 0, PID: 1001}] != 70 || got[sampler.UtilKey{Device: 0, PID: 1002}] != 5 {
 		t.Fatalf("utilization %v, want %v (the newest sample of each process)", got, want)
 	}
 	// No new samples: NVML says ERROR_NOT_FOUND, which is no error.
@@ -529,7 +532,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 		t.Errorf("timestamps passed %+v, want 0 then the newest seen (300)", calls)
 	}
 	h.gpus[0].samples = append(h.gpus[0].samples, nvml.ProcessUtilizationSample{Pid: 1002, TimeStamp: 400, SmUtil: 55})
-	if err := s.ReadProcessUtilization(nvmlT0.Add(2*time.Second), got); err != nil || len(got) != 1 || got[UtilKey{0, 1002}] != 55 {
+	if err := s.ReadProcessUtilization(nvmlT0.Add(2*time.Second), got); err != nil || len(got) != 1 || got[sampler.UtilKey{Device: 0, PID: 1002}] != 55 {
 		t.Fatalf("a new sample: %v, %v", got, err)
 	}
 	s.ReadProcessUtilization(nvmlT0.Add(3*time.Second), got)
@@ -540,7 +543,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 
 func TestNVMLClose(t *testing.T) {
 	h := newMockHost(nil)
-	s, err := NewNVMLSource(h.srv, NewProcReader(fixtureProc))
+	s, err := New(h.srv, sampler.NewProcReader(fixtureProc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +554,7 @@ func TestNVMLClose(t *testing.T) {
 	if n := len(h.srv.ShutdownCalls()); n != 1 {
 		t.Fatalf("Shutdown called %d times, want once", n)
 	}
-	if err := s.ReadMemory(nvmlT0, make([]MemSample, 8)); err == nil {
+	if err := s.ReadMemory(nvmlT0, make([]sampler.MemSample, 8)); err == nil {
 		t.Fatal("ReadMemory after Close reported no error")
 	}
 }
@@ -564,7 +567,7 @@ func TestNVMLReadMemoryDoesNotAllocate(t *testing.T) {
 	h.enableMIG(7, &migInstance{gi: 1, name: "NVIDIA H100 80GB HBM3 MIG 7g.80gb", uuid: "MIG-x",
 		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 80 * nvmlGiB, Used: nvmlGiB, Free: 79 * nvmlGiB}}})
 	s := h.open(t)
-	out := make([]MemSample, len(s.Info().Devices))
+	out := make([]sampler.MemSample, len(s.Info().Devices))
 	now := nvmlT0
 	if n := testing.AllocsPerRun(200, func() {
 		now = now.Add(time.Second)
@@ -594,7 +597,7 @@ func TestNVMLSampler(t *testing.T) {
 	}})
 	src := h.open(t)
 	now := nvmlT0
-	smp, err := New(src, Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
+	smp, err := sampler.New(src, sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,7 +683,7 @@ func TestNVMLMIGInstanceVanishes(t *testing.T) {
 		gpu: &mockGPU{mem: nvml.Memory_v2{Total: 40 * nvmlGiB, Used: 2 * nvmlGiB, Free: 38 * nvmlGiB}}}
 	h.enableMIG(0, a, b)
 	s := h.open(t)
-	out := make([]MemSample, len(s.Info().Devices))
+	out := make([]sampler.MemSample, len(s.Info().Devices))
 	s.ReadMemory(nvmlT0, out)
 	// Instance 2 is destroyed: its handle stops answering.
 	b.gpu.memRet = nvml.ERROR_INVALID_ARGUMENT

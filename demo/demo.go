@@ -1,15 +1,17 @@
-package sampler
+package demo
 
 import (
 	"fmt"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
-// DemoUser is the demo's "you": the user running vramtop on the demo server.
+// User is the demo's "you": the user running vramtop on the demo server.
 // Processes of other users show as other tenants.
-const DemoUser = "alice"
+const User = "alice"
 
 // The demo server's story, in elapsed time since the demo started. Every
 // value is a pure function of now − start (plus seeded, deterministic
@@ -59,7 +61,7 @@ const (
 
 // demoDev is one entry of the demo's device list.
 type demoDev struct {
-	info DeviceInfo
+	info sampler.DeviceInfo
 	kind demoDevKind
 	// gpu is the physical GPU the entry belongs to (the parent for a MIG
 	// instance); seed varies the noise per device.
@@ -142,12 +144,12 @@ type Demo struct {
 	added []*addedProc
 }
 
-// NewDemo returns the demo server with five GPUs (seven devices: GPU 3's
+// New returns the demo server with five GPUs (seven devices: GPU 3's
 // two MIG instances are devices of their own).
-func NewDemo(start time.Time) *Demo { return NewDemoGPUs(start, 5) }
+func New(start time.Time) *Demo { return NewGPUs(start, 5) }
 
 // BackfillTo makes Backfill give each device's used memory from the demo's
-// start up to t, a sample a second: a live view opened DemoLead into the
+// start up to t, a sample a second: a live view opened Lead into the
 // story shows the story so far. It returns d.
 func (d *Demo) BackfillTo(t time.Time) *Demo {
 	d.backfillTo = t
@@ -166,7 +168,7 @@ func (d *Demo) Backfill(deviceID string) (times []time.Time, values []uint64) {
 	if dev < 0 || !d.backfillTo.After(d.start) {
 		return nil, nil
 	}
-	out := make([]MemSample, len(d.devs))
+	out := make([]sampler.MemSample, len(d.devs))
 	for t := d.start; t.Before(d.backfillTo); t = t.Add(time.Second) {
 		d.ReadMemory(t, out)
 		if out[dev].Err == nil {
@@ -177,14 +179,14 @@ func (d *Demo) Backfill(deviceID string) (times []time.Time, values []uint64) {
 	return times, values
 }
 
-// DemoLead is how far into its story the demo starts when vramtop runs it
+// Lead is how far into its story the demo starts when vramtop runs it
 // (--demo): the training run has ramped up and its spikes have begun by the
 // first screen.
-const DemoLead = 3 * time.Minute
+const Lead = 3 * time.Minute
 
-// NewDemoGPUs returns the demo server with n physical GPUs (at least 4).
+// NewGPUs returns the demo server with n physical GPUs (at least 4).
 // GPUs past the fifth run ranks of a distributed training job.
-func NewDemoGPUs(start time.Time, n int) *Demo {
+func NewGPUs(start time.Time, n int) *Demo {
 	n = max(n, 4)
 	d := &Demo{start: start}
 	for g := 0; g < n; g++ {
@@ -206,7 +208,7 @@ func (d *Demo) addDev(dv demoDev) int {
 
 func (d *Demo) addGPU(g, n int) {
 	seed := uint64(g+1) * 0x9e3779b97f4a7c15
-	info := DeviceInfo{
+	info := sampler.DeviceInfo{
 		ID:       fmt.Sprint(g),
 		Index:    g,
 		UUID:     demoUUID(seed),
@@ -239,13 +241,13 @@ func (d *Demo) addGPU(g, n int) {
 		info.MIGEnabled = true
 		parent := d.addDev(demoDev{info: info, kind: kindA100MIGParent, gpu: g, seed: seed})
 		for gi := 1; gi <= 2; gi++ {
-			mi := DeviceInfo{
+			mi := sampler.DeviceInfo{
 				ID:       fmt.Sprintf("%d/%d", g, gi),
 				Index:    g,
 				Name:     "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
 				UUID:     "MIG-" + demoUUID(seed + uint64(gi))[4:],
 				PCIBusID: info.PCIBusID,
-				MIG:      &MIGInfo{ParentIndex: g, GPUInstanceID: gi, ComputeInstanceID: 0, Profile: "3g.40gb"},
+				MIG:      &sampler.MIGInfo{ParentIndex: g, GPUInstanceID: gi, ComputeInstanceID: 0, Profile: "3g.40gb"},
 			}
 			ci := d.addDev(demoDev{info: mi, kind: kindA100MIGInstance, gpu: g, seed: seed + uint64(gi),
 				unattributedMiB: constMiB(0)})
@@ -480,8 +482,8 @@ func (d *Demo) rank(dev, g, n int, seed uint64) {
 }
 
 // Info returns the demo server and its devices.
-func (d *Demo) Info() SourceInfo {
-	devs := make([]DeviceInfo, len(d.devs))
+func (d *Demo) Info() sampler.SourceInfo {
+	devs := make([]sampler.DeviceInfo, len(d.devs))
 	for i, dv := range d.devs {
 		devs[i] = dv.info
 		if dv.info.MIG != nil {
@@ -489,7 +491,7 @@ func (d *Demo) Info() SourceInfo {
 			devs[i].MIG = &m
 		}
 	}
-	return SourceInfo{
+	return sampler.SourceInfo{
 		Kind:          "demo",
 		Demo:          true,
 		Hostname:      "demo-node",
@@ -545,7 +547,7 @@ func (d *Demo) usedBytes(i int, t time.Duration, now time.Time, capMiB uint64) u
 }
 
 // ReadMemory fills one reading per device. It does not allocate.
-func (d *Demo) ReadMemory(now time.Time, out []MemSample) error {
+func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	t := d.elapsed(now)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -554,7 +556,7 @@ func (d *Demo) ReadMemory(now time.Time, out []MemSample) error {
 			break
 		}
 		dv := &d.devs[i]
-		var m MemSample
+		var m sampler.MemSample
 		switch dv.kind {
 		case kindH100, kindH200:
 			total, reserved := uint64(h100Total), uint64(h100Reserved)
@@ -606,7 +608,7 @@ func (d *Demo) power(dv *demoDev, u float64, t time.Duration) float64 {
 }
 
 // ReadProcesses appends every process alive at now.
-func (d *Demo) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]ProcSample, error) {
+func (d *Demo) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
 	t := d.elapsed(now)
 	for k := range d.procs {
 		p := &d.procs[k]
@@ -614,7 +616,7 @@ func (d *Demo) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]P
 		if !alive {
 			continue
 		}
-		ps := ProcSample{
+		ps := sampler.ProcSample{
 			Device: p.dev, PID: pid, Type: p.typ, User: p.user, UID: p.uid, HasUID: p.hasUID,
 			Command: p.command, Container: p.container, Visible: p.visible,
 			StartTime: d.start.Add(started), HasUsed: p.hasUsed,
@@ -633,7 +635,7 @@ func (d *Demo) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]P
 		if a.first.IsZero() {
 			a.first = now
 		}
-		buf = append(buf, ProcSample{
+		buf = append(buf, sampler.ProcSample{
 			Device: a.dev, PID: a.pid, Type: "compute", User: a.user, HasUsed: true,
 			UsedBytes: a.bytes(now.Sub(a.first)), Command: a.command, Visible: true, StartTime: a.first,
 		})
@@ -643,7 +645,7 @@ func (d *Demo) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]P
 
 // ReadProcessUtilization reports the SM utilization of the processes that
 // have it (not those on MIG instances or the V100).
-func (d *Demo) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) error {
+func (d *Demo) ReadProcessUtilization(now time.Time, out map[sampler.UtilKey]float64) error {
 	t := d.elapsed(now)
 	for k := range d.procs {
 		p := &d.procs[k]
@@ -651,7 +653,7 @@ func (d *Demo) ReadProcessUtilization(now time.Time, out map[UtilKey]float64) er
 			continue
 		}
 		if alive, pid, _ := p.life(t); alive {
-			out[UtilKey{Device: p.dev, PID: pid}] = math.Round(p.util(t))
+			out[sampler.UtilKey{Device: p.dev, PID: pid}] = math.Round(p.util(t))
 		}
 	}
 	return nil

@@ -1,4 +1,6 @@
-package sampler
+//go:build cgo
+
+package nvmlsource
 
 import (
 	"errors"
@@ -6,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // smiMiB is how nvidia-smi prints a byte count in MiB: rounded up (an idle
@@ -16,8 +20,8 @@ func smiMiB(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
 // nvidia-smi's query output, to the MiB, on whatever GPUs and processes this
 // machine has. It is skipped where there is no NVIDIA driver.
 func TestTruthAgainstNvidiaSMI(t *testing.T) {
-	src, err := OpenNVML()
-	if errors.Is(err, ErrNoDriver) {
+	src, err := Open()
+	if errors.Is(err, sampler.ErrNoDriver) {
 		t.Skip("no NVIDIA driver here")
 	}
 	if err != nil {
@@ -27,7 +31,7 @@ func TestTruthAgainstNvidiaSMI(t *testing.T) {
 		src.Close()
 		t.Skip("nvidia-smi not found")
 	}
-	s, err := New(src, Config{})
+	s, err := sampler.New(src, sampler.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
