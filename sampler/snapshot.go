@@ -109,6 +109,14 @@ type Process struct {
 	// Type is "compute", "graphics" or "compute+graphics".
 	Type      string `json:"type"`
 	Container string `json:"container,omitempty"`
+	// Job names the batch job, pod or container the process belongs to, read
+	// from its cgroup; nil when it belongs to none that is known.
+	Job *Job `json:"job,omitempty"`
+	// CPUPercent is the process's CPU use on the host (100 = one core)
+	// since the previous process poll; nil until two polls have seen it.
+	CPUPercent *float64 `json:"cpu_percent,omitempty"`
+	// HostMemoryBytes is the process's resident host memory (RSS).
+	HostMemoryBytes *uint64 `json:"host_memory_bytes,omitempty"`
 	// Visible is false for a PID that NVML reports but /proc here does not
 	// show: it lives in another PID namespace (a container); naming it needs
 	// the host PID namespace.
@@ -124,6 +132,53 @@ type Process struct {
 	PeakBytes uint64    `json:"peak_bytes,omitempty"`
 	Exited    bool      `json:"exited,omitempty"`
 	History   Window    `json:"-"`
+}
+
+// Job is what a process's cgroup says it belongs to on a shared server.
+// Each field is empty where not known.
+type Job struct {
+	// SlurmJobID and SlurmStep: the Slurm job ("4242") and step ("0",
+	// "batch", "extern").
+	SlurmJobID string `json:"slurm_job_id,omitempty"`
+	SlurmStep  string `json:"slurm_step,omitempty"`
+	// K8sPodUID is the Kubernetes pod's UID; K8sQOS its QoS class
+	// ("guaranteed", "burstable", "besteffort").
+	K8sPodUID string `json:"k8s_pod_uid,omitempty"`
+	K8sQOS    string `json:"k8s_qos,omitempty"`
+	// ContainerID is the full container id (Docker, containerd, CRI-O,
+	// podman); Runtime names which ("docker", "containerd", "crio", "podman").
+	ContainerID string `json:"container_id,omitempty"`
+	Runtime     string `json:"runtime,omitempty"`
+}
+
+// Name is the job's short name for a table cell: "slurm 4242.0",
+// "pod 1a2b3c4d", "docker 9b1e4a7c2f5d"; "" when nothing is known.
+func (j *Job) Name() string {
+	if j == nil {
+		return ""
+	}
+	short := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	switch {
+	case j.SlurmJobID != "":
+		if j.SlurmStep != "" {
+			return "slurm " + j.SlurmJobID + "." + j.SlurmStep
+		}
+		return "slurm " + j.SlurmJobID
+	case j.K8sPodUID != "":
+		return "pod " + short(j.K8sPodUID, 8)
+	case j.ContainerID != "":
+		rt := j.Runtime
+		if rt == "" {
+			rt = "container"
+		}
+		return rt + " " + short(j.ContainerID, 12)
+	}
+	return ""
 }
 
 // Used returns the process's memory, 0 when unknown.
