@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
 // Explanation is what `vramtop explain` finds in a log: the last
@@ -115,15 +116,15 @@ const (
 
 // An oomFormat finds one kind of message: anchor marks where a message
 // starts, parse reads its numbers from seg (the text from the anchor to the
-// next message, at most maxSeg bytes; all of it for full); line is the
-// input line where the message starts, logger prefix included.
+// next message, at most maxSeg bytes); line is the input line where the
+// message starts, logger prefix included.
 type oomFormat struct {
 	framework string
 	anchor    *regexp.Regexp
 	// accept, when set, tells a message from prose that mentions one;
-	// before is the text of the line before the anchor.
-	accept func(before, seg string) bool
-	full   bool
+	// before is the text of the line before the anchor, line the whole
+	// cleaned line.
+	accept func(before, seg, line string) bool
 	parse  func(seg, line string, e *Explanation)
 }
 
@@ -133,17 +134,47 @@ const maxSeg = 8000
 // last one. Found is false when there is none.
 //
 // It reads PyTorch's messages (old and new, CUDA, HIP and XPU, ≤ 1.4's
-// "cached", the cudaMallocAsync backend's, Apple MPS's), "CUDA error: out of
-// memory" and the driver's CUDA_ERROR_OUT_OF_MEMORY, cuBLAS/cuDNN
-// ALLOC_FAILED, TensorFlow's OOM and BFC allocator messages (folded into one
-// event with their stats), JAX/XLA RESOURCE_EXHAUSTED, vLLM's KV cache and
-// start-up checks, llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy and
-// PaddlePaddle. The log may carry ANSI colours, launcher and logger
-// prefixes ([rank3]:, timestamps, ERROR:root:, glog, Ray, loguru), messages
-// wrapped over lines, and JSON records or escaped text. Only lines near a
-// memory keyword are cleaned and searched.
+// "cached", the cudaMallocAsync backend's, Apple MPS's, a message whose
+// head was cut off), "CUDA error: out of memory" and the driver's
+// CUDA_ERROR_OUT_OF_MEMORY, cuBLAS/cuDNN ALLOC_FAILED and cuDNN errors
+// that are memory exhaustion in disguise, TensorFlow's OOM and BFC
+// allocator messages and statistics (folded into one event), JAX/XLA
+// RESOURCE_EXHAUSTED, vLLM's KV cache and start-up checks, llama.cpp, ONNX
+// Runtime, TensorRT, TGI, SGLang, CuPy, PaddlePaddle, MXNet, Triton's
+// shared memory, DeepSpeed's memory-pressure warning and pinned host
+// memory, and host RAM running out (PyTorch's CPU allocator, the kernel's
+// OOM killer, exit status 137). The log may carry ANSI colours, launcher
+// and logger prefixes ([rank3]:, timestamps, ERROR:root:, glog, Ray,
+// loguru), progress bars redrawn with \r, messages wrapped over lines, and
+// JSON records or escaped text. Only regions around lines that hold a
+// message's words are cleaned and searched (see regions).
 func Explain(log string) Explanation {
-	f := flatten(log)
+	var fd folder
+	for _, r := range regions(log) {
+		explainRegion(log[r.start:r.end], r.line, &fd)
+	}
+	if fd.n == 0 {
+		return Explanation{Found: false}
+	}
+	last := fd.last
+	last.MessagesFound = fd.n
+	diagnose(&last)
+	return last
+}
+
+// ExplainBytes is Explain over a log held as bytes, without copying it;
+// log must not change during the call.
+func ExplainBytes(log []byte) Explanation {
+	if len(log) == 0 {
+		return Explain("")
+	}
+	return Explain(unsafe.String(&log[0], len(log)))
+}
+
+// explainRegion finds the messages in one region of a log whose first
+// line is input line firstLine (0-based) and adds them to fd in order.
+func explainRegion(text string, firstLine int, fd *folder) {
+	f := flatten(text)
 	type hit struct {
 		start, end int
 		fm         *oomFormat
@@ -153,16 +184,14 @@ func Explain(log string) Explanation {
 		fm := &formats[i]
 		for _, loc := range fm.anchor.FindAllStringIndex(f.text, -1) {
 			if fm.accept != nil {
-				before := f.text[f.start[f.lineAt(loc[0])]:loc[0]]
-				if !fm.accept(before, f.text[loc[0]:]) {
+				li := f.lineAt(loc[0])
+				before := f.text[f.start[li]:loc[0]]
+				if !fm.accept(before, f.text[loc[0]:], f.lines[li]) {
 					continue
 				}
 			}
 			hits = append(hits, hit{loc[0], loc[1], fm})
 		}
-	}
-	if len(hits) == 0 {
-		return Explanation{Found: false}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].start < hits[j].start })
 	// Drop hits that start inside an earlier hit's anchor.
@@ -174,57 +203,50 @@ func Explain(log string) Explanation {
 		kept = append(kept, h)
 	}
 	hits = kept
-
-	msgs := make([]Explanation, 0, len(hits))
 	for i, h := range hits {
 		end := len(f.text)
 		if i+1 < len(hits) {
 			end = hits[i+1].start
 		}
-		segEnd := end
-		if !h.fm.full && segEnd-h.start > maxSeg {
-			segEnd = h.start + maxSeg
-		}
+		segEnd := min(end, h.start+maxSeg)
 		li := f.lineAt(h.start)
-		e := Explanation{Found: true, Framework: h.fm.framework, Line: f.src[li] + 1}
+		e := Explanation{Found: true, Framework: h.fm.framework, Line: firstLine + f.src[li] + 1}
 		lastLine := f.lineAt(max(h.start, h.end-1))
 		e.Message = f.excerpt(li, lastLine, 400)
 		h.fm.parse(f.text[h.start:segEnd], f.raw[li], &e)
-		msgs = append(msgs, e)
+		fd.add(e)
 	}
-	msgs = fold(msgs)
-	last := msgs[len(msgs)-1]
-	last.MessagesFound = len(msgs)
-	diagnose(&last)
-	return last
 }
 
-// fold merges an allocator's warnings into the TensorFlow or JAX error
-// that follows them, and a TensorFlow/JAX error restated (logged, then
-// raised) into one message.
-func fold(msgs []Explanation) []Explanation {
-	var out []Explanation
-	for _, m := range msgs {
-		if n := len(out); n > 0 {
-			prev := out[n-1]
-			merge := false
-			switch {
-			case prev.kind == kindAllocator && m.kind == kindAllocator:
-				merge = true
-			case prev.kind == kindAllocator && (m.Framework == "tensorflow" || m.Framework == "jax"):
-				merge = true
-			case m.kind == kindError && prev.kind == kindError && m.key != "" && m.key == prev.key:
-				merge = true
-			}
-			if merge {
-				m.fillFrom(prev)
-				out[n-1] = m
-				continue
-			}
+// A folder keeps the last message of a log and counts them, merging an
+// allocator's warnings into the TensorFlow or JAX error that follows them,
+// and a TensorFlow/JAX error restated (logged, then raised) into one
+// message.
+type folder struct {
+	last Explanation
+	n    int
+}
+
+func (fd *folder) add(m Explanation) {
+	if fd.n > 0 {
+		prev := fd.last
+		merge := false
+		switch {
+		case prev.kind == kindAllocator && m.kind == kindAllocator:
+			merge = true
+		case prev.kind == kindAllocator && (m.Framework == "tensorflow" || m.Framework == "jax"):
+			merge = true
+		case m.kind == kindError && prev.kind == kindError && m.key != "" && m.key == prev.key:
+			merge = true
 		}
-		out = append(out, m)
+		if merge {
+			m.fillFrom(prev)
+			fd.last = m
+			return
+		}
 	}
-	return out
+	fd.last = m
+	fd.n++
 }
 
 // fillFrom copies into e the numbers it lacks from an earlier message of

@@ -66,17 +66,8 @@ func cleanLines(log string) []cleanLine {
 		log = strings.ToValidUTF8(log, "\uFFFD")
 	}
 	log = strings.ReplaceAll(log, "\r\n", "\n")
-	rawLines := strings.Split(log, "\n")
-	keep := relevantLines(rawLines)
 	var out []cleanLine
-	for i, raw := range rawLines {
-		if !keep[i] {
-			// A gap: one marker that no pattern reads across.
-			if n := len(out); n == 0 || out[n-1].text != gapMark {
-				out = append(out, cleanLine{text: gapMark, src: i})
-			}
-			continue
-		}
+	for i, raw := range strings.Split(log, "\n") {
 		for _, part := range strings.Split(raw, "\r") { // progress bars redraw with \r
 			for _, dec := range decodeNested(part, 3) {
 				for _, l := range strings.Split(strings.ReplaceAll(dec, "\r", "\n"), "\n") {
@@ -87,51 +78,6 @@ func cleanLines(log string) []cleanLine {
 		}
 	}
 	return out
-}
-
-// gapMark stands for lines left out of the cleaned log; cleaned lines
-// never hold it (control characters are removed).
-const gapMark = "\x00"
-
-// relevantKeywords: every message the explainer knows holds one of these
-// (any case); lines near none of them are not cleaned or searched, which
-// keeps a long training log fast.
-var relevantKeywords = []string{"memory", "MEMORY", "Memory", "alloc", "ALLOC", "Alloc", "OOM", "oom", "cache", "Cache", "CACHE"}
-
-// relevantContext is how many lines around a line with a keyword are kept:
-// room for a message wrapped over many lines.
-const relevantContext = 24
-
-// relevantLines marks the lines within relevantContext of a line holding a
-// keyword, or of a line break that splits one ("mem" / "ory").
-func relevantLines(lines []string) []bool {
-	keep := make([]bool, len(lines))
-	has := func(s string) bool {
-		for _, k := range relevantKeywords {
-			if strings.Contains(s, k) {
-				return true
-			}
-		}
-		return false
-	}
-	last := -1 << 30 // the last line with a keyword
-	for i, l := range lines {
-		hit := has(l)
-		if !hit && i+1 < len(lines) {
-			tail, next := l[max(0, len(l)-6):], lines[i+1]
-			hit = has(tail + next[:min(len(next), 6)])
-		}
-		if hit {
-			for j := max(0, i-relevantContext, last+relevantContext+1); j < i; j++ {
-				keep[j] = true
-			}
-			last = i
-		}
-		if i-last <= relevantContext {
-			keep[i] = true
-		}
-	}
-	return keep
 }
 
 // decodeNested decodes a line, then what it carries, up to depth times: a

@@ -28,7 +28,7 @@ var formats = []oomFormat{
 	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing},
 	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM},
-	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), full: true, parse: parseBFC},
+	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC},
 	{framework: "jax", anchor: re(`RESOURCE_EXHAUSTED:\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX},
 	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM},
 }
@@ -177,7 +177,7 @@ func parsePyTorch(seg, line string, e *Explanation) {
 // acceptPyTorch tells a PyTorch message from prose that mentions one ("to
 // avoid CUDA out of memory errors"): the message names the request, or
 // stands at the start of a line or after "SomethingError:".
-func acceptPyTorch(before, seg string) bool {
+func acceptPyTorch(before, seg, line string) bool {
 	if ptProse.MatchString(head(seg, 200)) {
 		return true
 	}

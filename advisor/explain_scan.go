@@ -1,0 +1,297 @@
+package advisor
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// Finding messages in a long log fast: most of a training log is steps,
+// losses and progress bars. Three passes, each over less of the log:
+//
+//  1. scanKeywords: literal searches (strings.Index, vectorised) over the
+//     whole log for words every message holds one of; they mark candidate
+//     lines (a line ends at \n or \r: progress bars redraw with \r).
+//  2. scanTriggers: a candidate line and its neighbours, lower-cased with
+//     spaces and colour codes removed, must hold a phrase of a message
+//     ("outofmemory", "oomwhenallocating"); a line of memory statistics
+//     ("memory allocated 12 GiB") holds none.
+//  3. Around each line that passes, a region of a few lines before and
+//     enough after for the longest message is cleaned (escapes, colours,
+//     logger prefixes) and searched with the message patterns.
+
+// scanKeywords are searched for as they are, in the cases messages print
+// them. Each message holds one whole even when a terminal wrapped it inside
+// another word ("out of mem" / "ory" still holds "out of").
+var scanKeywords = []string{
+	"memory", "Memory", "MEMORY", "alloc", "Alloc", "ALLOC", "OOM", "oom",
+	"exhaust", "Exhaust", "EXHAUST", "CUDNN_STATUS", "Killed", "killed", "KILLED",
+	"SIGKILL", "137", "exitcode", "out of", "Out of", "OUT OF", "OUT_OF", "OutOf",
+	"Stats:", "Limit:",
+}
+
+// scanTriggers: a candidate line is searched only when its neighbourhood,
+// squeezed (lower case, no white space, no colour codes), holds one of
+// these. Every message pattern holds one.
+var scanTriggers = []string{
+	"outofmemory", "out_of_memory", "alloc_failed", "cudaerrormemoryallocation",
+	"wouldexceedallowedmemory", "allocationondevice", "notenoughmemory",
+	"failedtoalloc", "unabletoallocate", "requestedamountofgpumemory",
+	"resourceexhausted", "resource_exhausted", "oomwhenallocating",
+	"noavailablememory", "kvcacheisneeded", "maxseqlen(", "freememoryondevice",
+	"insufficientmemory", "totalcapacity", "stats:limit:", "cudnn_status_",
+	"killed", "code137", "status137", "exit137", "code:137", "exitcode:-9",
+	"sigkill", "outofresource", "can'tallocatememory", "cudahostalloc",
+	"allocatorcacheflushes", "cannotallocatememory",
+}
+
+var scanTriggerBytes = func() [][]byte {
+	out := make([][]byte, len(scanTriggers))
+	for i, t := range scanTriggers {
+		out[i] = []byte(t)
+	}
+	return out
+}()
+
+const (
+	// scanBefore and scanAfter are the lines kept around a line that
+	// passes, scanBeforeBytes and scanAfterBytes their most bytes: room
+	// for a message wrapped over many lines, and the text after its start
+	// that parsers read (maxSeg).
+	scanBefore      = 8
+	scanAfter       = 48
+	scanBeforeBytes = 4 << 10
+	scanAfterBytes  = maxSeg + 4<<10
+	// scanMaxLine bounds a line: a longer one (a log without line breaks)
+	// is read in pieces of this size.
+	scanMaxLine = 64 << 10
+	// scanBlock is how much of the log the keyword pass searches at a
+	// time, so that every keyword's search of it stays in the cache.
+	scanBlock = 256 << 10
+)
+
+// A region is a part of the log to clean and search: log[start:end],
+// whose first byte is on input line line (0-based).
+type region struct {
+	start, end, line int
+}
+
+// lineStart returns where the line holding p starts: after the last \n or
+// \r before p, at most scanMaxLine back.
+func lineStart(log string, p int) int {
+	lo := max(0, p-scanMaxLine)
+	if i := strings.LastIndexAny(log[lo:p], "\r\n"); i >= 0 {
+		return lo + i + 1
+	}
+	if lo == 0 {
+		return 0
+	}
+	return cutPoint(log, lo)
+}
+
+// lineEnd returns where the line holding p ends: at the next \n or \r, at
+// most scanMaxLine on.
+func lineEnd(log string, p int) int {
+	hi := min(len(log), p+scanMaxLine)
+	if i := strings.IndexAny(log[p:hi], "\r\n"); i >= 0 {
+		return p + i
+	}
+	if hi == len(log) {
+		return hi
+	}
+	return cutPoint(log, hi)
+}
+
+// cutPoint moves p back to a place where cutting a line without a break
+// splits no number or word: after a space or punctuation, at most 64 bytes
+// back.
+func cutPoint(log string, p int) int {
+	for i := p; i > 0 && i > p-64; i-- {
+		c := log[i-1]
+		if c == ' ' || c == '\t' || c == ',' || c == ';' || c == '|' {
+			return i
+		}
+	}
+	return p
+}
+
+// prevLine returns the start of the line before the one starting at s
+// (a \r\n counts as one break), or -1 at the start of the log.
+func prevLine(log string, s int) int {
+	if s <= 0 {
+		return -1
+	}
+	e := s - 1 // the break ending the previous line
+	if log[e] == '\n' && e > 0 && log[e-1] == '\r' {
+		e--
+	}
+	return lineStart(log, e)
+}
+
+// nextLine returns the start of the line after the one ending at e, or -1
+// at the end of the log.
+func nextLine(log string, e int) int {
+	if e >= len(log) {
+		return -1
+	}
+	if log[e] == '\r' && e+1 < len(log) && log[e+1] == '\n' {
+		e++
+	}
+	if log[e] == '\r' || log[e] == '\n' {
+		e++
+	}
+	if e >= len(log) {
+		return -1
+	}
+	return e
+}
+
+// squeeze appends s lower-cased (ASCII), without white space, control
+// characters and ANSI colour codes.
+func squeeze(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 0x1b: // ESC [ ... final byte
+			if i+1 < len(s) && s[i+1] == '[' {
+				i += 2
+				for i < len(s) && (s[i] < '@' || s[i] > '~') {
+					i++
+				}
+			}
+		case c <= ' ' || c == 0x7f:
+		case c >= 'A' && c <= 'Z':
+			dst = append(dst, c+'a'-'A')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// candidateLines returns the start of each line holding a keyword, in
+// order, each once.
+func candidateLines(log string) []int {
+	var starts []int
+	var block []int
+	longest := 0
+	for _, k := range scanKeywords {
+		longest = max(longest, len(k))
+	}
+	for lo := 0; lo < len(log); lo += scanBlock {
+		hi := min(len(log), lo+scanBlock+longest-1)
+		chunk := log[lo:hi]
+		block = block[:0]
+		for _, k := range scanKeywords {
+			for off := 0; ; {
+				i := strings.Index(chunk[off:], k)
+				if i < 0 {
+					break
+				}
+				p := lo + off + i
+				if p >= lo+scanBlock {
+					break // the next block finds it
+				}
+				s := lineStart(log, p)
+				block = append(block, s)
+				// The rest of this line is a candidate already.
+				e := lineEnd(log, p)
+				if e <= p {
+					e = p + 1
+				}
+				off = e - lo
+				if off >= len(chunk) {
+					break
+				}
+			}
+		}
+		slices.Sort(block)
+		for _, s := range block {
+			if n := len(starts); n == 0 || starts[n-1] != s {
+				starts = append(starts, s)
+			}
+		}
+	}
+	return starts
+}
+
+// triggered tells whether the line starting at s, with the end of the line
+// before and the start of the line after, holds a trigger.
+func triggered(log string, s int, buf []byte) (bool, []byte) {
+	e := lineEnd(log, s)
+	buf = buf[:0]
+	if p := prevLine(log, s); p >= 0 {
+		pe := lineEnd(log, p)
+		buf = squeeze(buf, log[max(p, pe-512):pe])
+	}
+	buf = squeeze(buf, log[s:e])
+	if n := nextLine(log, e); n >= 0 {
+		ne := lineEnd(log, n)
+		buf = squeeze(buf, log[n:min(ne, n+512)])
+	}
+	for _, t := range scanTriggerBytes {
+		if bytes.Contains(buf, t) {
+			return true, buf
+		}
+	}
+	return false, buf
+}
+
+// regions returns the parts of the log to search for messages, in order,
+// not overlapping.
+func regions(log string) []region {
+	var out []region
+	var buf []byte
+	lines, counted := 0, 0 // input lines before offset counted
+	for _, s := range candidateLines(log) {
+		if len(out) > 0 && s < out[len(out)-1].end {
+			// Inside the last region: a line that passes extends it.
+			if ok, b := triggered(log, s, buf); ok {
+				buf = b
+				out[len(out)-1].end = max(out[len(out)-1].end, regionEnd(log, s))
+			} else {
+				buf = b
+			}
+			continue
+		}
+		ok, b := triggered(log, s, buf)
+		buf = b
+		if !ok {
+			continue
+		}
+		start := s
+		for i := 0; i < scanBefore; i++ {
+			p := prevLine(log, start)
+			if p < 0 || s-p > scanBeforeBytes {
+				break
+			}
+			start = p
+		}
+		if n := len(out); n > 0 && start <= out[n-1].end {
+			out[n-1].end = regionEnd(log, s) // adjoining: one region
+			continue
+		}
+		lines += strings.Count(log[counted:start], "\n")
+		counted = start
+		out = append(out, region{start: start, end: regionEnd(log, s), line: lines})
+	}
+	return out
+}
+
+// regionEnd returns the end of the region that a passing line starting at
+// s opens: scanAfter lines on, at most scanAfterBytes.
+func regionEnd(log string, s int) int {
+	e := lineEnd(log, s)
+	for i := 0; i < scanAfter; i++ {
+		n := nextLine(log, e)
+		if n < 0 {
+			break
+		}
+		ne := lineEnd(log, n)
+		if ne-s > scanAfterBytes {
+			break
+		}
+		e = ne
+	}
+	return e
+}
