@@ -14,8 +14,22 @@ import (
 // its unit); figures worked out from them are under "derived".
 type Explanation struct {
 	Found bool `json:"found"`
+	// Kind is the memory that ran out: "gpu" (the card's memory),
+	// "gpu_shared_memory" (a GPU kernel's on-chip shared memory, not the
+	// card's memory), "pinned_host" (page-locked host memory for
+	// transfers), "host" (the machine's RAM), or "memory_pressure" (a
+	// warning that memory is nearly full, not a failure).
+	Kind string `json:"kind,omitempty"`
+	// Confidence is "likely" when the message does not say memory ran out
+	// but its kind and what surrounds it point there (Reason says why);
+	// absent when the message says so.
+	Confidence string `json:"confidence,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	// Framework: "pytorch", "tensorflow", "jax", "vllm", "mps", "cuda",
-	// "cublas", "cudnn", "llama.cpp", "onnxruntime", "tensorrt", "tgi".
+	// "cublas", "cudnn", "llama.cpp", "onnxruntime", "tensorrt", "tgi",
+	// "sglang", "cupy", "paddle", "mxnet", "triton", "deepspeed",
+	// "kernel" (the Linux OOM killer), "process" (a process killed by
+	// SIGKILL).
 	Framework string `json:"framework,omitempty"`
 	// Backend is "hip" (ROCm) or "xpu" (Intel) for PyTorch builds other than CUDA.
 	Backend string `json:"backend,omitempty"`
@@ -38,6 +52,16 @@ type Explanation struct {
 	OtherAllocationsBytes     *uint64         `json:"other_allocations_bytes,omitempty"`
 	ThisProcessBytes          *uint64         `json:"this_process_bytes,omitempty"`
 	Processes                 []ProcessMemory `json:"processes,omitempty"`
+
+	// The BFC allocator's statistics (TensorFlow, XLA): MaxInUse,
+	// NumAllocs, MaxAllocSize, LargestFreeBlock.
+	PeakAllocatedBytes    *uint64 `json:"peak_allocated_bytes,omitempty"`
+	NumAllocs             *uint64 `json:"num_allocs,omitempty"`
+	MaxAllocSizeBytes     *uint64 `json:"max_alloc_size_bytes,omitempty"`
+	LargestFreeBlockBytes *uint64 `json:"largest_free_block_bytes,omitempty"`
+	// CacheFlushes: DeepSpeed's count of allocator cache flushes in the
+	// last step.
+	CacheFlushes *uint64 `json:"cache_flushes,omitempty"`
 
 	// TensorFlow: the tensor that did not fit.
 	Shape string `json:"shape,omitempty"`
@@ -67,12 +91,15 @@ type Explanation struct {
 
 	kind fmtKind
 	key  string
+	ctx  anchorCtx // while parsing: where the anchor matched
 }
 
 // ProcessMemory is one "Process P has X memory in use" of a PyTorch message.
 type ProcessMemory struct {
 	PID   uint64 `json:"pid"`
 	Bytes uint64 `json:"bytes"`
+	// Name is the command, where the message names it (the OOM killer).
+	Name string `json:"name,omitempty"`
 }
 
 // Derived holds figures worked out from the stated ones; each is labelled
@@ -121,14 +148,31 @@ const (
 type oomFormat struct {
 	framework string
 	anchor    *regexp.Regexp
-	// accept, when set, tells a message from prose that mentions one;
-	// before is the text of the line before the anchor, line the whole
-	// cleaned line.
-	accept func(before, seg, line string) bool
-	parse  func(seg, line string, e *Explanation)
+	// accept, when set, tells a message from prose that mentions one.
+	accept func(c anchorCtx) bool
+	// tail marks a format that reads the end of another's message (a
+	// message whose head was cut off): a hit shortly after one of the
+	// same framework is part of it.
+	tail  bool
+	parse func(seg, line string, e *Explanation)
 }
 
 const maxSeg = 8000
+
+// tailReach: a tail format's hit this close after the start of a message
+// of its framework is that message's tail.
+const tailReach = 600
+
+// anchorCtx is where an anchor matched: text is the cleaned region, at the
+// anchor's offset in it, before the text of its line before the anchor,
+// line the whole cleaned line.
+type anchorCtx struct {
+	text       string
+	at         int
+	before     string
+	line       string
+	lineOffset int // where line starts in text
+}
 
 // Explain finds the out-of-memory messages in a whole log and explains the
 // last one. Found is false when there is none.
@@ -158,6 +202,12 @@ func Explain(log string) Explanation {
 	}
 	last := fd.last
 	last.MessagesFound = fd.n
+	if last.Kind == "" {
+		last.Kind = "gpu"
+		if last.Host {
+			last.Kind = "pinned_host"
+		}
+	}
 	diagnose(&last)
 	return last
 }
@@ -185,8 +235,8 @@ func explainRegion(text string, firstLine int, fd *folder) {
 		for _, loc := range fm.anchor.FindAllStringIndex(f.text, -1) {
 			if fm.accept != nil {
 				li := f.lineAt(loc[0])
-				before := f.text[f.start[li]:loc[0]]
-				if !fm.accept(before, f.text[loc[0]:], f.lines[li]) {
+				c := anchorCtx{text: f.text, at: loc[0], before: f.text[f.start[li]:loc[0]], line: f.lines[li], lineOffset: f.start[li]}
+				if !fm.accept(c) {
 					continue
 				}
 			}
@@ -194,11 +244,15 @@ func explainRegion(text string, firstLine int, fd *folder) {
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].start < hits[j].start })
-	// Drop hits that start inside an earlier hit's anchor.
+	// Drop hits that start inside an earlier hit's anchor, and a tail
+	// that belongs to the message before it.
 	kept := hits[:0]
 	for _, h := range hits {
-		if len(kept) > 0 && h.start < kept[len(kept)-1].end {
-			continue
+		if n := len(kept); n > 0 {
+			prev := kept[n-1]
+			if h.start < prev.end || h.fm.tail && prev.fm.framework == h.fm.framework && h.start-prev.start < tailReach {
+				continue
+			}
 		}
 		kept = append(kept, h)
 	}
@@ -213,7 +267,9 @@ func explainRegion(text string, firstLine int, fd *folder) {
 		e := Explanation{Found: true, Framework: h.fm.framework, Line: firstLine + f.src[li] + 1}
 		lastLine := f.lineAt(max(h.start, h.end-1))
 		e.Message = f.excerpt(li, lastLine, 400)
+		e.ctx = anchorCtx{text: f.text, at: h.start}
 		h.fm.parse(f.text[h.start:segEnd], f.raw[li], &e)
+		e.ctx = anchorCtx{}
 		fd.add(e)
 	}
 }
@@ -267,6 +323,10 @@ func (e *Explanation) fillFrom(p Explanation) {
 	fill(&e.FreeBytes, p.FreeBytes)
 	fill(&e.AllowedBytes, p.AllowedBytes)
 	fill(&e.AllocatedByFrameworkBytes, p.AllocatedByFrameworkBytes)
+	fill(&e.PeakAllocatedBytes, p.PeakAllocatedBytes)
+	fill(&e.NumAllocs, p.NumAllocs)
+	fill(&e.MaxAllocSizeBytes, p.MaxAllocSizeBytes)
+	fill(&e.LargestFreeBlockBytes, p.LargestFreeBlockBytes)
 	if e.Device == nil {
 		e.Device = p.Device
 	}

@@ -14,12 +14,16 @@ func re(p string) *regexp.Regexp { return regexp.MustCompile(p) }
 var formats = []oomFormat{
 	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS},
 	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), accept: acceptPyTorch, parse: parsePyTorch},
+	{framework: "pytorch", anchor: ptHeadless, tail: true, parse: parsePyTorchHeadless},
+	{framework: "pytorch", anchor: re(`DefaultCPUAllocator:\s*(?:can't\s*allocate|not\s*enough)\s*memory`), parse: parseCPUAllocator},
 	{framework: "pytorch", anchor: re(`Allocation\s*on\s*device\s*\d+\s*would\s*exceed\s*allowed\s*memory|(?:OutOfMemoryError:|Exception\s*during\s*processing\s*!!!)\s*Allocation\s*on\s*device`), parse: parseMallocAsync},
 	{framework: "cupy", anchor: re(`(?:OutOfMemoryError:\s*)?Out\s*of\s*memory\s*allocating\s*\d{1,3}(?:,\d{3})+\s*bytes|OutOfMemoryError:\s*Out\s*of\s*memory\s*allocating\s*\d+\s*bytes\s*\(allocated\s*so\s*far`), parse: parseCuPy},
 	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle},
 	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing},
 	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
 	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory`), parse: parseCUDAError},
+	{framework: "mxnet", anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet},
+	{framework: "tensorflow", anchor: re(`could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*\d+|failed\s*to\s*allocate\s*` + sz + `\s*of\s*pinned\s*memory:\s*out\s*of\s*memory|cudaHostAlloc\w*\s*(?:\(.{0,80}?\)\s*)?failed.{0,80}?(?:out\s*of\s*memory|cudaErrorMemoryAllocation)`), parse: parsePinned},
 	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer`), parse: parseLlama},
 	{framework: "onnxruntime", anchor: re(`Failed\s*to\s*allocate\s*memory\s*for\s*requested\s*buffer\s*of\s*size\s*\d+`), parse: parseORT},
 	{framework: "tensorrt", anchor: re(`Requested\s*amount\s*of\s*GPU\s*memory\s*\(\d+\s*bytes\)\s*could\s*not\s*be\s*allocated`), parse: parseTRT},
@@ -27,9 +31,16 @@ var formats = []oomFormat{
 	{framework: "tensorflow", anchor: re(`(?:ResourceExhaustedError|Resource\s*exhausted|RESOURCE_EXHAUSTED):?.{0,200}?failed\s*to\s*allocate\s*memory`), parse: parseTFFailed},
 	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing},
 	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing},
+	{framework: "cudnn", anchor: cudnnStatus, accept: acceptCuDNN, parse: parseCuDNNStatus},
+	{framework: "tensorflow", anchor: bfcStatsAnchor, parse: parseBFCStats},
+	{framework: "triton", anchor: re(`(?:OutOfResources:\s*)?out\s*of\s*resource:\s*shared\s*memory`), parse: parseTriton},
+	{framework: "deepspeed", anchor: dsFlushes, parse: parseDeepSpeedFlushes},
+	{framework: "kernel", anchor: re(`(?:Memory\s*cgroup\s*out\s*of\s*memory|Out\s*of\s*memory):\s*Kill(?:ed)?\s*process\s*\d+|Killed\s*process\s*\d+\s*\([^)]{0,64}\)\s*total-vm`), parse: parseKernelOOM},
+	{framework: "process", anchor: re(`Killed`), accept: acceptShellKilled, parse: parseKilled},
+	{framework: "process", anchor: exitSIGKILL, parse: parseKilled},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM},
 	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC},
-	{framework: "jax", anchor: re(`RESOURCE_EXHAUSTED:\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX},
+	{framework: "jax", anchor: re(`(?i:resource[\s_]*exhausted):\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX},
 	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM},
 }
 
@@ -67,7 +78,7 @@ func head(s string, n int) string {
 // PyTorch.
 var (
 	ptRequest   = re(`^(XPU|HIP|CUDA)\s*out\s*of\s*memory\.?\s*Tried\s*to\s*allocate\s*` + sz)
-	ptOld       = re(`^\s*\(\s*GPU\s*(\d+)\s*;([^)]{0,500})\)`)
+	ptOld       = re(`^\s*\(\s*GPU\s*(\d+)\s*;([^)]{0,500})`)
 	ptOldField  = re(`^\s*` + sz + `\s*(total\s*capacity|already\s*allocated|free|allowed|reserved\s*in\s*total\s*by\s*PyTorch|cached)`)
 	ptNewGPU    = re(`GPU\s*(\d+)\s*has\s*a\s*total\s*capac\w*\s*of\s*` + sz)
 	ptNewFree   = re(`^\s*of\s*which\s*` + sz + `\s*is\s*free`)
@@ -95,42 +106,7 @@ func parsePyTorch(seg, line string, e *Explanation) {
 	}
 	setSize(&e.RequestedBytes, g, 2)
 	rest := seg[m[1]:]
-	if o := ptOld.FindStringSubmatch(rest); o != nil {
-		setDevice(e, o[1])
-		for _, part := range strings.Split(o[2], ";") {
-			f := ptOldField.FindStringSubmatch(part)
-			if f == nil {
-				continue
-			}
-			var dst **uint64
-			switch strings.Join(strings.Fields(f[4]), " ") {
-			case "total capacity":
-				dst = &e.TotalBytes
-			case "already allocated":
-				dst = &e.AllocatedByFrameworkBytes
-			case "free":
-				dst = &e.FreeBytes
-			case "allowed":
-				dst = &e.AllowedBytes
-			case "reserved in total by PyTorch":
-				dst = &e.ReservedByFrameworkBytes
-			case "cached": // PyTorch ≤ 1.4: reserved but not allocated
-				dst = &e.ReservedUnallocatedBytes
-			default:
-				// Without whitespace ("totalcapacity"): compare with it removed.
-				switch strings.Join(strings.Fields(f[4]), "") {
-				case "totalcapacity":
-					dst = &e.TotalBytes
-				case "alreadyallocated":
-					dst = &e.AllocatedByFrameworkBytes
-				case "reservedintotalbyPyTorch":
-					dst = &e.ReservedByFrameworkBytes
-				default:
-					continue
-				}
-			}
-			setSize(dst, f, 1)
-		}
+	if parsePyTorchOld(rest, e) {
 		return
 	}
 	// The newer message: bound it at its last sentence.
@@ -174,14 +150,51 @@ func parsePyTorch(seg, line string, e *Explanation) {
 	}
 }
 
+// parsePyTorchOld reads the fields of the older message's "(GPU 0; X total
+// capacity; Y already allocated; ...)" at the start of rest, the closing
+// parenthesis optional (pasted messages lose it). ok is false when rest
+// does not start so.
+func parsePyTorchOld(rest string, e *Explanation) (ok bool) {
+	o := ptOld.FindStringSubmatch(rest)
+	if o == nil {
+		return false
+	}
+	setDevice(e, o[1])
+	for _, part := range strings.Split(o[2], ";") {
+		f := ptOldField.FindStringSubmatch(part)
+		if f == nil {
+			continue
+		}
+		var dst **uint64
+		switch strings.Join(strings.Fields(f[4]), "") {
+		case "totalcapacity":
+			dst = &e.TotalBytes
+		case "alreadyallocated":
+			dst = &e.AllocatedByFrameworkBytes
+		case "free":
+			dst = &e.FreeBytes
+		case "allowed":
+			dst = &e.AllowedBytes
+		case "reservedintotalbyPyTorch":
+			dst = &e.ReservedByFrameworkBytes
+		case "cached": // PyTorch ≤ 1.4: reserved but not allocated
+			dst = &e.ReservedUnallocatedBytes
+		default:
+			continue
+		}
+		setSize(dst, f, 1)
+	}
+	return true
+}
+
 // acceptPyTorch tells a PyTorch message from prose that mentions one ("to
 // avoid CUDA out of memory errors"): the message names the request, or
 // stands at the start of a line or after "SomethingError:".
-func acceptPyTorch(before, seg, line string) bool {
-	if ptProse.MatchString(head(seg, 200)) {
+func acceptPyTorch(c anchorCtx) bool {
+	if ptProse.MatchString(head(c.text[c.at:], 200)) {
 		return true
 	}
-	b := strings.TrimSpace(before)
+	b := strings.TrimSpace(c.before)
 	return b == "" || strings.HasSuffix(b, ":") || strings.HasSuffix(b, "('") || strings.HasSuffix(b, "(\"")
 }
 

@@ -1,0 +1,245 @@
+package advisor
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Messages of memory other than the card's (host RAM, pinned host memory,
+// a kernel's shared memory), failures that are memory exhaustion under
+// another name, and warnings that come before one.
+
+// PyTorch's older message with its head cut off: "(GPU 0; 14.76 GiB total
+// capacity; 12.00 GiB already allocated; 1.75 MiB free; 12.50 GiB reserved
+// in total by PyTorch)", perhaps after "Tried to allocate 20.00 MiB".
+var (
+	ptHeadless = re(`(?:Tried\s*to\s*allocate\s*` + sz + `\s*)?\(\s*GPU\s*\d+\s*;\s*` + sz + `\s*total\s*capacity`)
+	ptTried    = re(`^Tried\s*to\s*allocate\s*` + sz)
+)
+
+func parsePyTorchHeadless(seg, line string, e *Explanation) {
+	if g := ptTried.FindStringSubmatchIndex(seg); g != nil {
+		setSize(&e.RequestedBytes, submatches(seg, g), 1)
+		seg = seg[g[1]:]
+	}
+	parsePyTorchOld(seg, e)
+}
+
+// The BFC allocator's statistics, printed when it runs out (TensorFlow,
+// XLA): "Stats: Limit: 10619240448 InUse: 10563... MaxInUse: ... NumAllocs:
+// ... MaxAllocSize: ..." (one field a line; no units: bytes).
+var (
+	bfcStatsAnchor = re(`Stats:\s*Limit:\s*\d+`)
+	bfcField       = re(`(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|LargestFreeBlock):\s*(\d+)`)
+)
+
+func parseBFCStats(seg, line string, e *Explanation) {
+	e.kind = kindAllocator
+	frameworkFromPath(line, e)
+	seen := map[string]bool{}
+	for _, g := range bfcField.FindAllStringSubmatch(head(seg, 800), -1) {
+		if seen[g[1]] {
+			break // the next dump
+		}
+		seen[g[1]] = true
+		var dst **uint64
+		switch g[1] {
+		case "Limit":
+			if g[2] == "0" { // no limit (the CUDA async allocator)
+				continue
+			}
+			dst = &e.AllowedBytes
+		case "InUse":
+			dst = &e.AllocatedByFrameworkBytes
+		case "MaxInUse":
+			dst = &e.PeakAllocatedBytes
+		case "NumAllocs":
+			dst = &e.NumAllocs
+		case "MaxAllocSize":
+			dst = &e.MaxAllocSizeBytes
+		case "LargestFreeBlock":
+			if g[2] == "0" {
+				continue
+			}
+			dst = &e.LargestFreeBlockBytes
+		}
+		setUint(dst, g[2])
+	}
+}
+
+// cuDNN errors that are often memory exhaustion in disguise: cuDNN
+// reports a failed allocation of its handle or workspace as
+// NOT_INITIALIZED, INTERNAL_ERROR, NOT_SUPPORTED or EXECUTION_FAILED. Read
+// as one only next to a memory hint.
+var (
+	cudnnStatus = re(`CUDNN_STATUS_(?:NOT_INITIALIZED|INTERNAL_ERROR|NOT_SUPPORTED|EXECUTION_FAILED)`)
+	memoryHint  = re(`(?i:out\s*of\s*memory|out_of_memory|memory\s*usage:|not\s*enough\s*memory|insufficient\s*memory|failed\s*to\s*allocate|gpu\s*memory|cuda\s*memory|\bOOM\b|memory\s*allocation\s*failed|bytes\s*free)`)
+	// TensorFlow after a failed cuDNN handle: "Memory usage: 1048576 bytes
+	// free, 8589934592 bytes total."
+	cudnnUsage = re(`Memory\s*usage:\s*(\d+)\s*bytes\s*free,\s*(\d+)\s*bytes\s*total`)
+)
+
+// cudnnHintReach is how far around a cuDNN error a memory hint is looked
+// for.
+const cudnnHintReach = 1500
+
+func acceptCuDNN(c anchorCtx) bool {
+	return cudnnHintAt(c.text, c.at) != ""
+}
+
+// cudnnHintAt returns the memory hint nearest the cuDNN error at p, or "".
+func cudnnHintAt(text string, p int) string {
+	lo, hi := max(0, p-cudnnHintReach), min(len(text), p+cudnnHintReach)
+	best, dist := "", cudnnHintReach+1
+	for _, m := range memoryHint.FindAllStringIndex(text[lo:hi], -1) {
+		d := lo + m[0] - p
+		if d < 0 {
+			d = -d
+		}
+		if d < dist {
+			best, dist = text[lo+m[0]:lo+m[1]], d
+		}
+	}
+	return strings.Join(strings.Fields(best), " ")
+}
+
+func parseCuDNNStatus(seg, line string, e *Explanation) {
+	status := cudnnStatus.FindString(seg)
+	e.Confidence = "likely"
+	e.Reason = status + " is what cuDNN reports when it cannot allocate its handle or workspace; the log says \"" +
+		cudnnHintAt(e.ctx.text, e.ctx.at) + "\" next to it"
+	if g := cudnnUsage.FindStringSubmatch(head(seg, 600)); g != nil {
+		setUint(&e.FreeBytes, g[1])
+		setUint(&e.TotalBytes, g[2])
+	}
+	e.key = "cudnn|" + status
+}
+
+// DeepSpeed ZeRO-3: "[WARNING] [stage3.py:2069:step] 27 pytorch allocator
+// cache flushes since last step. this happens when there is high memory
+// pressure ...": not a failure, but what comes before one.
+var dsFlushes = re(`(\d+)\s*pytorch\s*allocator\s*cache\s*flushes\s*since\s*last\s*step`)
+
+func parseDeepSpeedFlushes(seg, line string, e *Explanation) {
+	e.Kind = "memory_pressure"
+	if g := dsFlushes.FindStringSubmatch(seg); g != nil {
+		setUint(&e.CacheFlushes, g[1])
+	}
+	e.key = "deepspeed-flushes"
+}
+
+// Host RAM. PyTorch's CPU allocator: "DefaultCPUAllocator: can't allocate
+// memory: you tried to allocate 3077222400 bytes. Error code 12 (Cannot
+// allocate memory)"; on Windows "not enough memory".
+var cpuAllocRequest = re(`you\s*tried\s*to\s*allocate\s*(\d+)\s*bytes`)
+
+func parseCPUAllocator(seg, line string, e *Explanation) {
+	e.Kind = "host"
+	if g := cpuAllocRequest.FindStringSubmatch(head(seg, 300)); g != nil {
+		setUint(&e.RequestedBytes, g[1])
+	}
+}
+
+// The Linux OOM killer: "Out of memory: Killed process 25315 (python3)
+// total-vm:53312244kB, anon-rss:31451456kB, ..."; cgroups: "Memory cgroup
+// out of memory: Killed process ...".
+var (
+	kernelKilled = re(`Kill(?:ed)?\s*process\s*(\d+)\s*\(([^)]{0,64})\)`)
+	kernelRSS    = re(`anon-rss:\s*(\d+)\s*kB`)
+)
+
+func parseKernelOOM(seg, line string, e *Explanation) {
+	e.Kind = "host"
+	seg = head(seg, 400)
+	g := kernelKilled.FindStringSubmatchIndex(seg)
+	if g == nil {
+		return
+	}
+	pid, err := strconv.ParseUint(seg[g[2]:g[3]], 10, 64)
+	if err != nil {
+		return
+	}
+	p := ProcessMemory{PID: pid, Name: strings.TrimSpace(seg[g[4]:g[5]])}
+	if r := kernelRSS.FindStringSubmatch(seg[g[1]:]); r != nil {
+		if kb, err := strconv.ParseUint(r[1], 10, 64); err == nil && kb < 1<<54 {
+			p.Bytes = kb << 10
+		}
+	}
+	e.Processes = []ProcessMemory{p}
+	e.key = "kernel|" + seg[g[2]:g[3]]
+}
+
+// A process killed by SIGKILL, as a shell or launcher reports it: "Killed"
+// alone on a line, "bash: line 1: 1921 Killed  python train.py", "exit code
+// 137", torchrun's "exitcode: -9". Most often the kernel's OOM killer.
+var (
+	shellKilledLine = regexp.MustCompile(`^\s*(?:\[\d+\]\+?\s+|[^\s:]+:\s*line\s*\d+:\s*\d+\s+)?Killed(?:\s{2,}\S.*|\s*)$`)
+	exitSIGKILL     = re(`(?i:exit(?:ed)?\s*(?:with\s*)?(?:code|status)|exitcode|exit_code|return\s*code|returncode|non-zero\s*exit\s*status)\s*[:=]?\s*(?:137|-9)\b|(?i:signal\s*9\s*\(SIGKILL\)|Signals\.SIGKILL|status\s*of\s*9\s*\(SIGKILL\))`)
+	ranOutOfMemory  = re(`(?i:ran\s*out-?\s*of-?\s*memory)`)
+)
+
+func acceptShellKilled(c anchorCtx) bool { return shellKilledLine.MatchString(c.line) }
+
+func parseKilled(seg, line string, e *Explanation) {
+	e.Kind = "host"
+	e.Confidence = "likely"
+	e.Reason = "the process was ended by SIGKILL, which is most often the kernel's OOM killer when the machine's RAM runs out " +
+		"(dmesg shows \"Killed process\" if so)"
+	if ranOutOfMemory.MatchString(head(seg, 200)) || ranOutOfMemory.MatchString(line) {
+		e.Confidence, e.Reason = "", ""
+	}
+	e.key = "sigkill"
+}
+
+// Pinned (page-locked) host memory: TensorFlow's "could not allocate pinned
+// host memory of size: 34359738368", llama.cpp's "failed to allocate
+// 1900.00 MiB of pinned memory: out of memory", cudaHostAlloc failures
+// (DeepSpeed's offload buffers).
+var (
+	pinnedTF   = re(`^could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*(\d+)`)
+	pinnedSize = re(`(?:failed\s*to\s*allocate|allocate)\s*` + sz + `\s*of\s*pinned\s*memory`)
+)
+
+func parsePinned(seg, line string, e *Explanation) {
+	e.Host = true
+	e.kind = kindAllocator
+	frameworkFromPath(line, e)
+	if strings.Contains(seg[:min(len(seg), 40)], "ggml") || strings.Contains(line, "ggml") {
+		e.Framework = "llama.cpp"
+	}
+	if strings.Contains(strings.ToLower(line), "deepspeed") {
+		e.Framework = "deepspeed"
+	}
+	seg = head(seg, 400)
+	if g := pinnedTF.FindStringSubmatch(seg); g != nil {
+		setUint(&e.RequestedBytes, g[1])
+	} else if g := pinnedSize.FindStringSubmatch(seg); g != nil {
+		setSize(&e.RequestedBytes, g, 1)
+	}
+}
+
+// Triton: "triton.runtime.errors.OutOfResources: out of resource: shared
+// memory, Required: 98304, Hardware limit: 65536." A kernel's on-chip
+// shared memory, per block: not the card's memory.
+var (
+	tritonRequired = re(`Required:\s*(\d+)`)
+	tritonLimit    = re(`Hardware\s*limit(?:ation)?:\s*(\d+)`)
+)
+
+func parseTriton(seg, line string, e *Explanation) {
+	e.Kind = "gpu_shared_memory"
+	seg = head(seg, 300)
+	if g := tritonRequired.FindStringSubmatch(seg); g != nil {
+		setUint(&e.RequestedBytes, g[1])
+	}
+	if g := tritonLimit.FindStringSubmatch(seg); g != nil {
+		setUint(&e.AllowedBytes, g[1])
+	}
+	e.key = "triton"
+}
+
+// MXNet: "mxnet.base.MXNetError: [18:53:03]
+// src/storage/./pooled_storage_manager.h:157: cudaMalloc failed: out of
+// memory".
+func parseMXNet(seg, line string, e *Explanation) { e.key = "mxnet" }
