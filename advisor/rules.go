@@ -66,6 +66,7 @@ func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding, o
 		held := heldPeak(d, now, cfg.HoldFor)
 		levels[i] = thresholdLevel(held, d.MemoryTotal, prev, cfg.Thresholds, cfg.Hysteresis)
 	}
+	var freest freestIndex // built once, when freer_gpu first needs it
 	for i := range snap.Devices {
 		d := &snap.Devices[i]
 		if levels[i] < 0 || only >= 0 && i != only {
@@ -75,7 +76,7 @@ func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding, o
 		out = ruleTimeToFull(out, d, i, now, cfg, st != nil && st.trending(d.ID))
 		out = ruleUnattributed(out, d, i, levels[i], cfg)
 		out = ruleOtherTenants(out, d, i, levels[i], cfg)
-		out = ruleFreerGPU(out, snap, i, levels, cfg)
+		out = ruleFreerGPU(out, snap, i, levels, &freest, cfg)
 		for j := range d.Processes {
 			p := &d.Processes[j]
 			if p.Exited {
@@ -474,12 +475,12 @@ func ruleIdleHolder(out []finding, d *sampler.Device, di int, p *sampler.Process
 	})
 }
 
-func ruleFreerGPU(out []finding, snap *sampler.Snapshot, di int, levels []int, cfg Config) []finding {
+func ruleFreerGPU(out []finding, snap *sampler.Snapshot, di int, levels []int, fi *freestIndex, cfg Config) []finding {
 	if levels[di] <= 0 {
 		return out
 	}
 	d := &snap.Devices[di]
-	best := freerDevice(snap, di, cfg.FreerMinExtra)
+	best := fi.freer(snap, di, cfg.FreerMinExtra)
 	if best < 0 {
 		return out
 	}
@@ -495,6 +496,66 @@ func ruleFreerGPU(out []finding, snap *sampler.Snapshot, di int, levels []int, c
 		Alert: Alert{Rule: RuleFreerGPU, Severity: Info, DeviceID: d.ID, Message: msg, Bytes: e.MemoryFree, Suggest: v},
 		dev:   di, proc: -1, freer: best,
 	})
+}
+
+// freestIndex holds the two freest pickable devices of each host of a
+// snapshot (in freerThan's order), so that freer_gpu costs one pass over
+// the devices per snapshot, not one per device over the warning line: a
+// fleet has thousands.
+type freestIndex struct {
+	built bool
+	hosts map[string]freestPair
+}
+
+// freestPair is a host's freest device and the next; -1 where none.
+type freestPair struct{ first, second int }
+
+func (fi *freestIndex) build(snap *sampler.Snapshot) {
+	fi.built = true
+	fi.hosts = map[string]freestPair{}
+	for i := range snap.Devices {
+		e := &snap.Devices[i]
+		if !pickable(e) {
+			continue
+		}
+		p, ok := fi.hosts[e.Hostname]
+		if !ok {
+			p = freestPair{-1, -1}
+		}
+		switch {
+		case p.first < 0 || freerThan(e, &snap.Devices[p.first]):
+			p.first, p.second = i, p.first
+		case p.second < 0 || freerThan(e, &snap.Devices[p.second]):
+			p.second = i
+		}
+		fi.hosts[e.Hostname] = p
+	}
+}
+
+// freer is freerDevice(snap, di, minExtra) from the index. The freest other
+// device of the host is the only candidate: the conditions ask for more
+// free memory, and free memory is freerThan's first key.
+func (fi *freestIndex) freer(snap *sampler.Snapshot, di int, minExtra uint64) int {
+	if !fi.built {
+		fi.build(snap)
+	}
+	d := &snap.Devices[di]
+	p, ok := fi.hosts[d.Hostname]
+	if !ok {
+		return -1
+	}
+	best := p.first
+	if best == di {
+		best = p.second
+	}
+	if best < 0 {
+		return -1
+	}
+	e := &snap.Devices[best]
+	if e.MemoryFree < 2*d.MemoryFree || e.MemoryFree < d.MemoryFree+minExtra {
+		return -1
+	}
+	return best
 }
 
 // freerDevice returns the index of the device of the same host with the
