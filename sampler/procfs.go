@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"math"
+	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -30,16 +31,38 @@ type ProcInfo struct {
 	Container string
 	// StartTime is when the process started; zero if unknown.
 	StartTime time.Time
+	// Job is the Slurm job, Kubernetes pod or container the process's
+	// cgroup names; nil when none. It is shared, never written after the
+	// first read.
+	Job *Job
+	// CPUPercent is the process's CPU use (100 = one core) between the
+	// previous sweep and this one; HasCPU is false on its first sweep.
+	CPUPercent float64
+	HasCPU     bool
+	// HostMemoryBytes is the process's resident memory (RSS).
+	HostMemoryBytes uint64
+	HasHostMemory   bool
+}
+
+// Fill copies what /proc tells into a process sample of a source.
+func (pi ProcInfo) Fill(p *ProcSample) {
+	p.Visible = pi.Visible
+	p.UID, p.HasUID, p.User = pi.UID, pi.HasUID, pi.User
+	p.Command, p.Container, p.StartTime, p.Job = pi.Command, pi.Container, pi.StartTime, pi.Job
+	p.CPUPercent, p.HasCPU = pi.CPUPercent, pi.HasCPU
+	p.HostMemoryBytes, p.HasHostMemory = pi.HostMemoryBytes, pi.HasHostMemory
 }
 
 // ProcReader reads process details from a /proc file system. It caches what it
 // has read per (PID, start time), so a known process costs one read of
-// /proc/PID/stat per sweep, and it caches user-name lookups per UID.
+// /proc/PID/stat per sweep (which also gives its CPU time and resident
+// memory), and it caches user-name lookups per UID.
 //
 // A ProcReader is not safe for concurrent use: the sampler's goroutine owns it.
 type ProcReader struct {
 	root     string
 	clkTck   int64
+	pageSize uint64
 	bootTime time.Time
 	bootRead bool
 
@@ -58,18 +81,11 @@ type procEntry struct {
 	statPath   string
 	startTicks uint64
 	gen        uint64
-	verified   uint64 // the sweep that last read its stat
-	info       ProcInfo
+	// cpuTicks is utime+stime at cpuAt, the previous sweep's reading.
+	cpuTicks uint64
+	cpuAt    time.Time
+	info     ProcInfo
 }
-
-// procVerifyEvery is how many sweeps a known process goes between re-reads
-// of its stat file. A PID that NVML stops listing is forgotten at once, so a
-// reused PID goes unnoticed only if the old process exits and a new one
-// with its PID opens the GPU between two process lists; the re-read catches
-// even that within a few seconds, without a system call per process per
-// sweep (on a VM, reading 100 stat files each second was a tenth of
-// vramtop's CPU).
-const procVerifyEvery = 5
 
 type userEntry struct {
 	name    string
@@ -97,6 +113,7 @@ func NewProcReader(root string) *ProcReader {
 	return &ProcReader{
 		root:      root,
 		clkTck:    clockTicks,
+		pageSize:  uint64(os.Getpagesize()),
 		entries:   map[uint32]*procEntry{},
 		users:     map[uint32]userEntry{},
 		lookupUID: lookupUserName,
@@ -116,14 +133,11 @@ func lookupUserName(uid uint32) (string, error) {
 
 // Lookup returns what /proc shows of pid. Within one sweep (between two calls
 // of Prune) a PID is read once; across sweeps only /proc/PID/stat is re-read
-// for a known process, to notice a PID reused by a new process.
+// for a known process: for its CPU time and resident memory, and to notice a
+// PID reused by a new process (another start time).
 func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 	e := r.entries[pid]
 	if e != nil && e.gen == r.gen {
-		return e.info
-	}
-	if e != nil && e.info.Visible && r.gen-e.verified < procVerifyEvery {
-		e.gen = r.gen
 		return e.info
 	}
 	dir := ""
@@ -142,21 +156,23 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 			// another PID namespace, or gone.)
 			info.Visible = true
 		}
-		r.entries[pid] = &procEntry{statPath: statPath, gen: r.gen, verified: r.gen, info: info}
+		r.entries[pid] = &procEntry{statPath: statPath, gen: r.gen, info: info}
 		return info
 	}
-	start, okStart := parseStatStart(stat)
-	if e != nil && e.info.Visible && okStart && e.startTicks == start {
-		e.gen, e.verified = r.gen, r.gen
+	st, okStat := parseStat(stat)
+	now := r.now()
+	if e != nil && e.info.Visible && okStat && e.startTicks == st.start {
+		e.gen = r.gen
+		r.account(e, st, now)
 		return e.info
 	}
 	if dir == "" {
 		dir = filepath.Dir(statPath)
 	}
 	info := ProcInfo{Visible: true}
-	if okStart {
+	if okStat {
 		if bt, ok := r.boot(); ok {
-			info.StartTime = bt.Add(time.Duration(start) * time.Second / time.Duration(r.clkTck))
+			info.StartTime = bt.Add(time.Duration(st.start) * time.Second / time.Duration(r.clkTck))
 		}
 	}
 	if b, err := r.readFile(filepath.Join(dir, "status"), 64<<10); err == nil {
@@ -178,10 +194,30 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 		}
 	}
 	if b, err := r.readFile(filepath.Join(dir, "cgroup"), 64<<10); err == nil {
-		info.Container = containerID(b)
+		info.Job = cgroupJob(b)
+		info.Container = shortContainerID(info.Job)
 	}
-	r.entries[pid] = &procEntry{statPath: statPath, startTicks: start, gen: r.gen, verified: r.gen, info: info}
-	return info
+	e = &procEntry{statPath: statPath, startTicks: st.start, gen: r.gen, info: info}
+	if okStat {
+		r.account(e, st, now)
+	}
+	r.entries[pid] = e
+	return e.info
+}
+
+// account updates a process's CPU use and resident memory from this sweep's
+// stat reading.
+func (r *ProcReader) account(e *procEntry, st statFields, now time.Time) {
+	ticks := st.utime + st.stime
+	e.info.HasCPU = false
+	if !e.cpuAt.IsZero() && ticks >= e.cpuTicks {
+		if dt := now.Sub(e.cpuAt).Seconds(); dt > 0 {
+			cpu := float64(ticks-e.cpuTicks) / float64(r.clkTck) / dt * 100
+			e.info.CPUPercent, e.info.HasCPU = cpu, true
+		}
+	}
+	e.cpuTicks, e.cpuAt = ticks, now
+	e.info.HostMemoryBytes, e.info.HasHostMemory = st.rss*r.pageSize, true
 }
 
 // Prune ends a sweep: it forgets the processes not looked up since the
@@ -270,38 +306,65 @@ func (r *ProcReader) readInto(scratch *[]byte, path string, limit int) ([]byte, 
 	return buf, nil
 }
 
-// parseStatStart returns field 22 of /proc/PID/stat: the start time in clock
-// ticks since boot. The command name (field 2) is in parentheses and may
-// itself hold spaces and parentheses, so the fields are counted from the
-// last ')'. It runs for every listed process on every sweep, so it does not
-// allocate.
-func parseStatStart(stat []byte) (uint64, bool) {
+// statFields are the fields of /proc/PID/stat the reader uses.
+type statFields struct {
+	utime, stime uint64 // fields 14 and 15, clock ticks
+	start        uint64 // field 22, clock ticks since boot
+	rss          uint64 // field 24, pages
+}
+
+// parseStat reads /proc/PID/stat. The command name (field 2) is in
+// parentheses and may itself hold spaces and parentheses, so the fields are
+// counted from the last ')'. It runs for every listed process on every
+// sweep, so it does not allocate. ok is false unless all four fields parse.
+func parseStat(stat []byte) (st statFields, ok bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, false
+		return st, false
 	}
 	rest := stat[i+1:]
-	for field := 3; ; field++ {
+	for field := 3; field <= 24; field++ {
 		rest = bytes.TrimLeft(rest, " ")
 		if len(rest) == 0 {
-			return 0, false
+			return st, false
 		}
 		end := bytes.IndexAny(rest, " \n")
 		if end < 0 {
 			end = len(rest)
 		}
-		if field == 22 {
-			var v uint64
-			for _, c := range rest[:end] {
-				if c < '0' || c > '9' || v > (math.MaxUint64-9)/10 {
-					return 0, false
-				}
-				v = v*10 + uint64(c-'0')
+		var dst *uint64
+		switch field {
+		case 14:
+			dst = &st.utime
+		case 15:
+			dst = &st.stime
+		case 22:
+			dst = &st.start
+		case 24:
+			dst = &st.rss
+		}
+		if dst != nil {
+			v, ok := parseDecimal(rest[:end])
+			if !ok {
+				return st, false
 			}
-			return v, end > 0
+			*dst = v
 		}
 		rest = rest[end:]
 	}
+	return st, true
+}
+
+// parseDecimal parses an unsigned decimal without allocating.
+func parseDecimal(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' || v > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, len(b) > 0
 }
 
 // statComm returns field 2 of /proc/PID/stat, the command name.
@@ -371,64 +434,4 @@ func cmdlineString(b []byte) string {
 		}
 	}
 	return string(out)
-}
-
-// containerPrefixes are the runtime prefixes of a container's cgroup
-// directory name (systemd scope units and plain directories).
-var containerPrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "containerd-", ""}
-
-// containerID returns the 12-character short id of the container named in a
-// /proc/PID/cgroup file, cgroup v1 ("4:memory:/docker/<id>") or v2
-// ("0::/system.slice/docker-<id>.scope"), for Docker, containerd and CRI-O
-// (also under kubepods) and Podman; empty when the process is in none.
-func containerID(b []byte) string {
-	for line := range bytes.Lines(b) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		// hierarchy-ID:controllers:path; the path may contain ':'.
-		i := bytes.IndexByte(line, ':')
-		if i < 0 {
-			continue
-		}
-		j := bytes.IndexByte(line[i+1:], ':')
-		if j < 0 {
-			continue
-		}
-		path := line[i+1+j+1:]
-		if id := containerInPath(path); id != "" {
-			return id
-		}
-	}
-	return ""
-}
-
-// containerInPath finds the innermost path element that names a container.
-func containerInPath(path []byte) string {
-	for len(path) > 0 {
-		k := bytes.LastIndexByte(path, '/')
-		elem := path[k+1:]
-		if k < 0 {
-			path = nil
-		} else {
-			path = path[:k]
-		}
-		elem = bytes.TrimSuffix(elem, []byte(".scope"))
-		for _, p := range containerPrefixes {
-			if id, ok := bytes.CutPrefix(elem, []byte(p)); ok && isHex64(id) {
-				return string(id[:12])
-			}
-		}
-	}
-	return ""
-}
-
-func isHex64(b []byte) bool {
-	if len(b) != 64 {
-		return false
-	}
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

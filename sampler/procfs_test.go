@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +24,20 @@ func TestProcReaderFixtures(t *testing.T) {
 		command   string
 		container string
 		start     time.Time
+		job       string
 	}{
 		// cgroup v2, Docker scope; NUL-separated arguments, trailing NUL.
-		{1001, "root", 0, "python3 train.py --epochs 10", "3f4e5d6c7b8a", fixtureBoot.Add(5000 * time.Second)},
+		{1001, "root", 0, "python3 train.py --epochs 10", "3f4e5d6c7b8a", fixtureBoot.Add(5000 * time.Second), "docker 3f4e5d6c7b8a"},
 		// comm with spaces and parentheses, empty cmdline; cgroup v1 kubepods.
-		{1002, "root", 0, "[a) b (c]", "a1b2c3d4e5f6", fixtureBoot.Add(1234560 * time.Millisecond)},
+		{1002, "root", 0, "[a) b (c]", "a1b2c3d4e5f6", fixtureBoot.Add(1234560 * time.Millisecond), "pod 0b1c2d3e"},
 		// a UID no user database knows; cgroup v2 cri-containerd under kubepods.slice.
-		{1003, "4000123", 4000123, "/usr/lib/xorg/Xorg :0 -nolisten tcp", "0123456789ab", fixtureBoot.Add(420 * time.Millisecond)},
+		{1003, "4000123", 4000123, "/usr/lib/xorg/Xorg :0 -nolisten tcp", "0123456789ab", fixtureBoot.Add(420 * time.Millisecond), "pod 0b1c2d3e"},
 		// rewritten title padded with NULs; rootless Podman.
-		{1004, "root", 0, "vllm serve  --port 8000", "fedcba987654", fixtureBoot.Add(9000 * time.Second)},
+		{1004, "root", 0, "vllm serve  --port 8000", "fedcba987654", fixtureBoot.Add(9000 * time.Second), "podman fedcba987654"},
 		// a login session: no container.
-		{1005, "root", 0, "/opt/conda/bin/python -m jupyter lab", "", fixtureBoot.Add(7000 * time.Second)},
+		{1005, "root", 0, "/opt/conda/bin/python -m jupyter lab", "", fixtureBoot.Add(7000 * time.Second), ""},
 		// Podman's conmon runs beside the container, not in it.
-		{1006, "root", 0, "/usr/bin/conmon --api-version 1", "", fixtureBoot.Add(8000 * time.Second)},
+		{1006, "root", 0, "/usr/bin/conmon --api-version 1", "", fixtureBoot.Add(8000 * time.Second), ""},
 	}
 	for _, tt := range tests {
 		got := r.Lookup(tt.pid)
@@ -50,6 +52,9 @@ func TestProcReaderFixtures(t *testing.T) {
 		}
 		if got.Container != tt.container {
 			t.Errorf("pid %d: container %q, want %q", tt.pid, got.Container, tt.container)
+		}
+		if name := got.Job.Name(); name != tt.job {
+			t.Errorf("pid %d: job %q, want %q", tt.pid, name, tt.job)
 		}
 		if !got.StartTime.Equal(tt.start) {
 			t.Errorf("pid %d: start %v, want %v", tt.pid, got.StartTime, tt.start)
@@ -115,16 +120,10 @@ func TestProcReaderCachesPerStartTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeProcFile(t, filepath.Join(root, "1001", "stat"), strings.Replace(string(stat), " 500000 ", " 600000 ", 1))
-	// A known process's stat is re-read every procVerifyEvery sweeps.
-	var got ProcInfo
-	for range procVerifyEvery {
-		if got = r.Lookup(1001); got.Command == "changed" {
-			break
-		}
-		r.Prune()
-	}
+	// A known process's stat is read on every sweep.
+	got := r.Lookup(1001)
 	if got.Command != "changed" {
-		t.Fatalf("reused PID after %d sweeps: command %q, want the new process's %q", procVerifyEvery, got.Command, "changed")
+		t.Fatalf("reused PID: command %q, want the new process's %q", got.Command, "changed")
 	}
 	if want := fixtureBoot.Add(6000 * time.Second); !got.StartTime.Equal(want) {
 		t.Fatalf("reused PID: start %v, want %v", got.StartTime, want)
@@ -157,15 +156,8 @@ func TestProcReaderProcessGone(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "1005")); err != nil {
 		t.Fatal(err)
 	}
-	var got ProcInfo
-	for range procVerifyEvery {
-		if got = r.Lookup(1005); !got.Visible {
-			break
-		}
-		r.Prune()
-	}
-	if got.Visible || got.Command != "" {
-		t.Fatalf("%d sweeps after /proc/1005 vanished: %+v, want invisible", procVerifyEvery, got)
+	if got := r.Lookup(1005); got.Visible || got.Command != "" {
+		t.Fatalf("the sweep after /proc/1005 vanished: %+v, want invisible", got)
 	}
 }
 
@@ -202,51 +194,120 @@ func TestProcReaderUserLookupsCached(t *testing.T) {
 	}
 }
 
-func TestContainerID(t *testing.T) {
-	const id = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
-	tests := []struct {
-		name, cgroup, want string
-	}{
-		{"docker v1", "12:memory:/docker/" + id + "\n", "3f4e5d6c7b8a"},
-		{"docker v2", "0::/system.slice/docker-" + id + ".scope\n", "3f4e5d6c7b8a"},
-		{"containerd v2", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-" + id + ".scope\n", "3f4e5d6c7b8a"},
-		{"cri-o v2", "0::/kubepods.slice/kubepods-pod1.slice/crio-" + id + ".scope\n", "3f4e5d6c7b8a"},
-		{"kubepods v1", "3:cpuset:/kubepods/besteffort/pod1234/" + id + "\n", "3f4e5d6c7b8a"},
-		{"podman", "0::/machine.slice/libpod-" + id + ".scope\n", "3f4e5d6c7b8a"},
-		{"host session", "0::/user.slice/user-1000.slice/session-2.scope\n", ""},
-		{"root", "0::/\n", ""},
-		{"short hex is no id", "0::/system.slice/docker-3f4e5d6c7b8a.scope\n", ""},
-		{"upper-case hex is no id", "0::/docker/" + strings.ToUpper(id) + "\n", ""},
-		{"empty", "", ""},
-	}
-	for _, tt := range tests {
-		if got := containerID([]byte(tt.cgroup)); got != tt.want {
-			t.Errorf("%s: containerID(%q) = %q, want %q", tt.name, tt.cgroup, got, tt.want)
-		}
-	}
-}
-
 func TestStatParsing(t *testing.T) {
 	tests := []struct {
-		stat  string
-		start uint64
-		comm  string
-		ok    bool
+		stat string
+		want statFields
+		comm string
+		ok   bool
 	}{
-		{"1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 17 1000 100", 17, "systemd", true},
+		{"1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 17 1000 100", statFields{utime: 5, stime: 6, start: 17, rss: 100}, "systemd", true},
 		// A comm that looks like the rest of the line.
-		{"7 (x) S 1 (y) R 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 99 1000 100", 99, "x) S 1 (y", true},
-		{"8 (short) S 1 2", 0, "short", false},
-		{"garbage", 0, "", false},
+		{"7 (x) S 1 (y) R 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 99 1000 100", statFields{utime: 5, stime: 6, start: 99, rss: 100}, "x) S 1 (y", true},
+		// Cut short before the resident set size.
+		{"9 (cut) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 17 1000", statFields{}, "cut", false},
+		{"8 (short) S 1 2", statFields{}, "short", false},
+		{"garbage", statFields{}, "", false},
 	}
 	for _, tt := range tests {
-		start, ok := parseStatStart([]byte(tt.stat))
-		if ok != tt.ok || start != tt.start {
-			t.Errorf("parseStatStart(%q) = %d, %v; want %d, %v", tt.stat, start, ok, tt.start, tt.ok)
+		got, ok := parseStat([]byte(tt.stat))
+		if ok != tt.ok || ok && got != tt.want {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.stat, got, ok, tt.want, tt.ok)
 		}
 		if comm, _ := statComm([]byte(tt.stat)); comm != tt.comm {
 			t.Errorf("statComm(%q) = %q, want %q", tt.stat, comm, tt.comm)
 		}
+	}
+}
+
+// TestProcReaderHostCPUAndMemory: a process's CPU use is its utime+stime
+// growth between two sweeps over the time between them; its resident memory
+// is stat's rss in pages.
+func TestProcReaderHostCPUAndMemory(t *testing.T) {
+	root := copyProcFixtures(t)
+	r := NewProcReader(root)
+	clock := time.Unix(1800000000, 0)
+	r.now = func() time.Time { return clock }
+	first := r.Lookup(1001)
+	if first.HasCPU {
+		t.Fatalf("first sweep: CPU %v%%, want unknown until a second sweep", first.CPUPercent)
+	}
+	// The fixture's rss field is 2048 pages.
+	if want := 2048 * uint64(os.Getpagesize()); !first.HasHostMemory || first.HostMemoryBytes != want {
+		t.Fatalf("host memory %d (has %v), want %d", first.HostMemoryBytes, first.HasHostMemory, want)
+	}
+	r.Prune()
+
+	// Two seconds later utime+stime went from 50+10 to 200+60 ticks: 2 s
+	// of CPU in 2 s, one core.
+	stat, err := os.ReadFile(filepath.Join(root, "1001", "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := strings.Replace(string(stat), " 50 10 ", " 200 60 ", 1)
+	busy = strings.Replace(busy, " 2048", " 4096", 1)
+	writeProcFile(t, filepath.Join(root, "1001", "stat"), busy)
+	clock = clock.Add(2 * time.Second)
+	got := r.Lookup(1001)
+	if !got.HasCPU || got.CPUPercent < 99.9 || got.CPUPercent > 100.1 {
+		t.Fatalf("CPU %v%% (has %v), want 100%%", got.CPUPercent, got.HasCPU)
+	}
+	if want := 4096 * uint64(os.Getpagesize()); got.HostMemoryBytes != want {
+		t.Fatalf("host memory %d, want %d after the rss grew", got.HostMemoryBytes, want)
+	}
+	// Looked up again in the same sweep (a process on two GPUs): the same
+	// figures, not a second reading over no time.
+	if again := r.Lookup(1001); again.CPUPercent != got.CPUPercent {
+		t.Fatalf("second lookup in a sweep: CPU %v%%, want %v%%", again.CPUPercent, got.CPUPercent)
+	}
+	r.Prune()
+
+	// An idle second: no ticks, 0%.
+	clock = clock.Add(time.Second)
+	if idle := r.Lookup(1001); !idle.HasCPU || idle.CPUPercent != 0 {
+		t.Fatalf("idle: CPU %v%% (has %v), want 0%%", idle.CPUPercent, idle.HasCPU)
+	}
+}
+
+// BenchmarkProcReaderSweep is one process poll's /proc work for 100 known
+// processes: one read of each stat file (start time, CPU time, RSS).
+func BenchmarkProcReaderSweep(b *testing.B) {
+	root := b.TempDir()
+	stat, err := os.ReadFile(filepath.Join(fixtureProc, "1001", "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeProcFile(b, filepath.Join(root, "stat"), "btime 1700000000\n")
+	const n = 100
+	for pid := 2000; pid < 2000+n; pid++ {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range []string{"status", "cmdline", "cgroup"} {
+			src, err := os.ReadFile(filepath.Join(fixtureProc, "1001", f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			writeProcFile(b, filepath.Join(dir, f), string(src))
+		}
+		writeProcFile(b, filepath.Join(dir, "stat"), string(stat))
+	}
+	r := NewProcReader(root)
+	r.lookupUID = func(uint32) (string, error) { return "root", nil }
+	sweep := func() {
+		for pid := uint32(2000); pid < 2000+n; pid++ {
+			if !r.Lookup(pid).Visible {
+				b.Fatalf("pid %d not visible", pid)
+			}
+		}
+		r.Prune()
+	}
+	sweep()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		sweep()
 	}
 }
 

@@ -517,8 +517,15 @@ func (p *procState) snapshot() Process {
 	if ps.HasUsed && !p.exited {
 		out.UsedBytes = Ptr(ps.UsedBytes)
 	}
+	out.Job = ps.Job
 	if !p.exited {
 		out.UtilizationPercent = p.util
+		if ps.HasCPU {
+			out.CPUPercent = Ptr(ps.CPUPercent)
+		}
+		if ps.HasHostMemory {
+			out.HostMemoryBytes = Ptr(ps.HostMemoryBytes)
+		}
 	}
 	return out
 }

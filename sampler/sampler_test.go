@@ -574,3 +574,30 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("defaults: %v, interval %v", err, s.Interval())
 	}
 }
+
+// TestHostColumnsAndJob: a process's job, host CPU and host memory reach the
+// Snapshot; an exited process shows no current CPU or host memory.
+func TestHostColumnsAndJob(t *testing.T) {
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	job := &Job{SlurmJobID: "4242", SlurmStep: "0"}
+	p := fakeProc(0, 10, fakeGiB, ringT0)
+	p.Job, p.CPUPercent, p.HasCPU, p.HostMemoryBytes, p.HasHostMemory = job, 97.5, true, 3<<30, true
+	q := fakeProc(0, 11, fakeGiB, ringT0) // not yet measured
+	f.setProcs(p, q)
+	snap, _ := s.Tick(ringAt(0))
+	got, _ := findProcess(t, snap.Devices[0], 10, ringT0)
+	if got.Job.Name() != "slurm 4242.0" || got.CPUPercent == nil || *got.CPUPercent != 97.5 ||
+		got.HostMemoryBytes == nil || *got.HostMemoryBytes != 3<<30 {
+		t.Fatalf("process: job %q, cpu %v, host memory %v; want slurm 4242.0, 97.5%%, 3 GiB", got.Job.Name(), got.CPUPercent, got.HostMemoryBytes)
+	}
+	if other, _ := findProcess(t, snap.Devices[0], 11, ringT0); other.CPUPercent != nil || other.HostMemoryBytes != nil || other.Job != nil {
+		t.Fatalf("unmeasured process: cpu %v, host memory %v, job %v; want all unknown", other.CPUPercent, other.HostMemoryBytes, other.Job)
+	}
+	f.setProcs(q)
+	snap, _ = s.Tick(ringAt(1))
+	gone, _ := findProcess(t, snap.Devices[0], 10, ringT0)
+	if !gone.Exited || gone.CPUPercent != nil || gone.HostMemoryBytes != nil || gone.Job.Name() != "slurm 4242.0" {
+		t.Fatalf("exited process: exited %v, cpu %v, host memory %v, job %q; want no current figures, the job kept", gone.Exited, gone.CPUPercent, gone.HostMemoryBytes, gone.Job.Name())
+	}
+}

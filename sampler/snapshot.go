@@ -30,6 +30,12 @@ type Snapshot struct {
 	// Err is set when the last poll as a whole failed; the devices then hold
 	// their last known values.
 	Err string `json:"error,omitempty"`
+	// Stale is true while the source has not answered a call for longer
+	// than the sampler waits (a hung driver call): the devices then hold
+	// the values of the last poll that finished, Err says for how long the
+	// source has been silent, and StaleSince is when the call began.
+	Stale      bool      `json:"stale,omitempty"`
+	StaleSince time.Time `json:"stale_since,omitzero"`
 	// Seq counts published snapshots (1 for the first).
 	Seq uint64 `json:"-"`
 }

@@ -88,6 +88,17 @@ type ProcSample struct {
 	Container string
 	Visible   bool
 	StartTime time.Time
+	// Job is what the process's cgroup says it belongs to; nil when none.
+	// The sampler shares it with every Snapshot: never write it after
+	// handing it over.
+	Job *Job
+	// CPUPercent is the process's host CPU use (100 = one core) since the
+	// previous process list; HasCPU is false where unknown.
+	CPUPercent float64
+	HasCPU     bool
+	// HostMemoryBytes is the process's resident host memory (RSS).
+	HostMemoryBytes uint64
+	HasHostMemory   bool
 }
 
 // UtilKey names a process on a device for ReadProcessUtilization.
