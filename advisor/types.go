@@ -114,6 +114,29 @@ type Alert struct {
 	// Since is when the alert started firing (kept by Monitor; the
 	// snapshot's time for a stateless evaluation).
 	Since time.Time `json:"since"`
+	// Reason says in a few words why a device-level alert is in force where
+	// its reading alone does not show it: "peak 86.7% 19 s ago" (threshold
+	// held by a recent peak), "clears below 78%" (hysteresis), "full in
+	// 12 min" (time_to_full). Empty when the reading says it all.
+	Reason string `json:"reason,omitempty"`
+}
+
+// DeviceSeverity is the severity of device id in alerts: that of its
+// threshold or time_to_full alert, the more severe, with the alert's
+// reason; Info and "" when neither fires. The row's tag, the bar's colour
+// and the banner of a screen take it from here, so they agree.
+func DeviceSeverity(alerts []Alert, id string) (Severity, string) {
+	sev, why := Info, ""
+	for i := range alerts {
+		a := &alerts[i]
+		if a.DeviceID != id || a.PID != 0 || a.Rule != RuleThreshold && a.Rule != RuleTimeToFull {
+			continue
+		}
+		if a.Severity > sev || a.Severity == sev && why == "" {
+			sev, why = a.Severity, a.Reason
+		}
+	}
+	return sev, why
 }
 
 // Config holds the advisor's thresholds and windows. Zero fields take the
