@@ -1,0 +1,267 @@
+// Package config reads the settings users keep: a TOML file
+// ($XDG_CONFIG_HOME/vramtop/config.toml) and VRAMTOP_* environment
+// variables. The environment wins over the file; the command line, applied
+// by the caller, wins over both.
+//
+// Every value is kept as the text a command-line flag of the same name
+// takes ("85", "500ms", "true"), so a setting means exactly what its flag
+// means.
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// A Key is one setting.
+type Key struct {
+	Name string // in the file, and the flag it sets: "warn" is --warn
+	Env  string // its environment variable: VRAMTOP_WARN
+	// Example is a value to show in the documented file.
+	Example string
+	Doc     string
+	check   func(string) error
+}
+
+// Keys are every setting, in the order `vramtop config` prints them.
+func Keys() []Key {
+	return []Key{
+		{"warn", "VRAMTOP_WARN", "80", "warn when a GPU's memory use passes this percentage", checkPercent},
+		{"crit", "VRAMTOP_CRIT", "90", "critical when a GPU's memory use passes this percentage", checkPercent},
+		{"interval", "VRAMTOP_INTERVAL", `"1s"`, "how often device memory is sampled (50ms at the fastest)", checkDuration},
+		{"history", "VRAMTOP_HISTORY", `"1h"`, "how much history the live view and the exporter keep", checkDuration},
+		{"bell", "VRAMTOP_BELL", "false", "ring the terminal bell when a GPU turns critical", checkBool},
+		{"color", "VRAMTOP_COLOR", `"auto"`, "colours: auto (when the terminal has them), always or never; NO_COLOR=1 means never", checkColor},
+		{"listen", "VRAMTOP_LISTEN", `"127.0.0.1:9400"`, "the address vramtop serve listens on (\":9400\" for every interface)", checkListen},
+	}
+}
+
+// KeyNamed is the key called name.
+func KeyNamed(name string) (Key, bool) {
+	for _, k := range Keys() {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// Where a value came from.
+const (
+	FromDefault = "default"
+	FromFile    = "file"
+	FromEnv     = "env"
+	FromFlag    = "flag"
+)
+
+// A Value is a setting as found.
+type Value struct {
+	Key    string
+	Value  string // as its flag takes it
+	From   string // FromFile, FromEnv (FromDefault and FromFlag are the caller's)
+	Origin string // "/home/me/.config/vramtop/config.toml:3", "VRAMTOP_WARN"
+}
+
+// Settings are the values found, by key; a key found nowhere is absent.
+type Settings struct {
+	File   string // the file read ("" when there was none)
+	Values map[string]Value
+}
+
+// Get is the value of key, if the file or the environment set it.
+func (s Settings) Get(key string) (Value, bool) {
+	v, ok := s.Values[key]
+	return v, ok
+}
+
+// Path is where the file is looked for: $VRAMTOP_CONFIG, else
+// $XDG_CONFIG_HOME/vramtop/config.toml, else ~/.config/vramtop/config.toml.
+// explicit is true for $VRAMTOP_CONFIG, which must exist.
+func Path(getenv func(string) string) (path string, explicit bool) {
+	if p := getenv("VRAMTOP_CONFIG"); p != "" {
+		return p, true
+	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home := getenv("HOME")
+		if home == "" {
+			return "", false
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "vramtop", "config.toml"), false
+}
+
+// Load reads the file (a missing one is no error unless $VRAMTOP_CONFIG
+// names it) and the environment. A bad value is an error of one line that
+// names the file and line, or the variable, and the key.
+func Load(getenv func(string) string) (Settings, error) {
+	s := Settings{Values: map[string]Value{}}
+	path, explicit := Path(getenv)
+	if path != "" {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			s.File = path
+			if err := s.parseFile(path, data); err != nil {
+				return Settings{}, err
+			}
+		case explicit || !errors.Is(err, os.ErrNotExist):
+			return Settings{}, fmt.Errorf("config: %v", err)
+		}
+	}
+	for _, k := range Keys() {
+		v := getenv(k.Env)
+		if k.Name == "color" && v == "" && getenv("NO_COLOR") != "" {
+			s.Values[k.Name] = Value{Key: k.Name, Value: "never", From: FromEnv, Origin: "NO_COLOR"}
+			continue
+		}
+		if v == "" {
+			continue
+		}
+		if err := k.check(v); err != nil {
+			return Settings{}, fmt.Errorf("%s=%s: %v", k.Env, v, err)
+		}
+		s.Values[k.Name] = Value{Key: k.Name, Value: v, From: FromEnv, Origin: k.Env}
+	}
+	return s, nil
+}
+
+func (s *Settings) parseFile(path string, data []byte) error {
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return fmt.Errorf("%s:%d: %s", path, row, oneLine(de.Error()))
+		}
+		return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	// The first bad key in the file is the one reported.
+	names := slices.SortedFunc(maps.Keys(doc), func(a, b string) int {
+		return cmp.Compare(keyLine(data, a), keyLine(data, b))
+	})
+	for _, name := range names {
+		raw := doc[name]
+		at := fmt.Sprintf("%s:%d", path, keyLine(data, name))
+		k, ok := KeyNamed(name)
+		if !ok {
+			return fmt.Errorf("%s: unknown key %q (known: %s)", at, name, keyNames())
+		}
+		v, err := flagText(raw)
+		if err == nil {
+			err = k.check(v)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %s: %v", at, name, err)
+		}
+		s.Values[name] = Value{Key: name, Value: v, From: FromFile, Origin: at}
+	}
+	return nil
+}
+
+// flagText is a TOML value as its flag would take it.
+func flagText(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	}
+	return "", fmt.Errorf("want a string, a number or true/false, got %T", v)
+}
+
+// keyLine is the line of data where key is set (1 for a key not found at
+// the start of a line, such as a [table]).
+func keyLine(data []byte, key string) int {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		for _, k := range []string{key, `"` + key + `"`, "'" + key + "'"} {
+			if rest, ok := bytes.CutPrefix(l, []byte(k)); ok && bytes.HasPrefix(bytes.TrimSpace(rest), []byte("=")) {
+				return i + 1
+			}
+		}
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimPrefix(s, "toml: ")
+}
+
+func keyNames() string {
+	var names []string
+	for _, k := range Keys() {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func checkPercent(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0 && v <= 100) {
+		return fmt.Errorf("want a percentage above 0 and at most 100, got %q", s)
+	}
+	return nil
+}
+
+func checkDuration(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want a duration such as \"500ms\", \"2s\" or \"1h\", got %q", s)
+	}
+	return nil
+}
+
+func checkBool(s string) error {
+	if _, err := strconv.ParseBool(s); err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	return nil
+}
+
+func checkColor(s string) error {
+	switch s {
+	case "auto", "always", "never":
+		return nil
+	}
+	return fmt.Errorf("want auto, always or never, got %q", s)
+}
+
+func checkListen(s string) error {
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return fmt.Errorf("want host:port or :port, got %q", s)
+	}
+	return nil
+}
+
+// Documented is a config file that sets every key to its example value,
+// commented out, each with what it means.
+func Documented() string {
+	var b strings.Builder
+	b.WriteString("# vramtop's settings: $XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml),\n")
+	b.WriteString("# or the file $VRAMTOP_CONFIG names. Each key has an environment variable that wins over\n")
+	b.WriteString("# the file, and a flag of the same name that wins over both. `vramtop config` prints the\n")
+	b.WriteString("# values in effect and where each came from.\n")
+	for _, k := range Keys() {
+		fmt.Fprintf(&b, "\n# %s (%s)\n# %s = %s\n", k.Doc, k.Env, k.Name, k.Example)
+	}
+	return b.String()
+}
