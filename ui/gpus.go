@@ -34,6 +34,7 @@ type gpuPane struct {
 	compact bool
 	panelH  int
 	graphH  int // lines of the selected GPU's graph under the compact list
+	colHead bool // the compact list has its column header line
 	span    time.Duration
 
 	snap     sampler.Snapshot
@@ -72,11 +73,17 @@ func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
 		g.height = n * g.panelH
 	} else {
 		g.compact = true
-		g.height = clamp(n, 1, max(maxH-procMin, 1))
+		// A column header over the list when it leaves room for a GPU line.
+		g.colHead = maxH-procMin >= 2
+		head := 0
+		if g.colHead {
+			head = 1
+		}
+		g.height = clamp(n, 1, max(maxH-procMin-head, 1)) + head
 		// Room the process table does not want goes to a graph of the
 		// selected GPU under the list.
 		g.graphH = 0
-		if spare := maxH - g.height - procWant; g.height == n && spare >= graphMinLines && w >= fullMinWidth {
+		if spare := maxH - g.height - procWant; g.height-head == n && spare >= graphMinLines && w >= fullMinWidth {
 			g.graphH = min(spare, panelMaxLines+4)
 			g.height += g.graphH
 		}
@@ -97,6 +104,9 @@ const textBlockMin = 34
 
 func (g *gpuPane) perPage() int {
 	if g.compact {
+		if g.colHead {
+			return max(g.height-g.graphH-1, 1)
+		}
 		return max(g.height-g.graphH, 1)
 	}
 	return max(g.height/max(g.panelH, 1), 1)
@@ -151,6 +161,9 @@ func (g gpuPane) View() string {
 		return g.st.Dim.Render(fit("  no GPU found", g.width))
 	}
 	var parts []string
+	if g.compact && g.colHead {
+		parts = append(parts, g.st.ColHeader.Render(fit(g.compactHeader(), g.width)))
+	}
 	for i := g.off; i < len(devs) && i < g.off+g.perPage(); i++ {
 		if g.compact {
 			parts = append(parts, g.compactLine(devs[i], i == g.sel))
@@ -275,14 +288,27 @@ func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
 	return plot(g.st, spec)
 }
 
-func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
-	w := g.width
-	idW := 3
+// compactWidths are the widths of the compact line's ID, name and bar.
+func (g gpuPane) compactWidths() (idW, nameW, barW int) {
+	idW = 3
 	for _, x := range g.snap.Devices {
 		idW = max(idW, len(deviceLabel(x)))
 	}
-	nameW := clamp(w/8, 6, 16)
-	barW := clamp(w/6, 8, 30)
+	return idW, clamp(g.width/8, 6, 16), clamp(g.width/6, 8, 30)
+}
+
+// compactHeader names the columns of the compact lines: USE% is the
+// memory used of the GPU's total, UTIL its compute utilisation.
+func (g gpuPane) compactHeader() string {
+	idW, nameW, barW := g.compactWidths()
+	return "  " + fit("GPU", idW) + " " + fit("NAME", nameW) + " " + fit("MEMORY", barW) + " " +
+		fitRight("USED/TOTAL", 13) + " " + fitRight("USE%", 4) + " " + fit("", 4) + " " +
+		fitRight("UTIL", 4) + " " + fitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(fmtSpan(g.span))
+}
+
+func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
+	w := g.width
+	idW, nameW, barW := g.compactWidths()
 	sev := severity(d.UsedPercent(), g.th)
 	mem := fmtBytesShort(d.MemoryUsed) + "/" + fmtBytesShort(d.MemoryTotal)
 	pct := fmtPct(d.UsedPercent())
