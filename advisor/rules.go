@@ -206,14 +206,22 @@ func ruleThreshold(out []finding, d *sampler.Device, di, level int, now time.Tim
 	used := d.UsedPercent()
 	peak := heldPeak(d, now, cfg.HoldFor)
 	var b strings.Builder
+	var reason string
 	fmt.Fprintf(&b, "%s at %s (%s of %s used)", gpuName(d), pct(used), FormatBytes(d.MemoryUsed), FormatBytes(d.MemoryTotal))
 	switch {
 	case atOrAbove(d.MemoryUsed, d.MemoryTotal, line):
 		fmt.Fprintf(&b, ", over the %s %s line", pct(line), name)
 	case atOrAbove(peak, d.MemoryTotal, line):
-		at := peakTime(d, now.Add(-cfg.HoldFor), peak, now)
-		fmt.Fprintf(&b, ", peaked at %s %s ago, over the %s %s line", pct(float64(peak)/float64(d.MemoryTotal)*100), durText(now.Sub(at)), pct(line), name)
+		peakPct := pct(float64(peak) / float64(d.MemoryTotal) * 100)
+		reason = "peak " + peakPct
+		b.WriteString(", peaked at " + peakPct)
+		if ago, ok := agoText(now, peakTime(d, now.Add(-cfg.HoldFor), peak, now)); ok {
+			reason += " " + ago
+			b.WriteString(" " + ago)
+		}
+		fmt.Fprintf(&b, ", over the %s %s line", pct(line), name)
 	default:
+		reason = "clears below " + pct(line-cfg.Hysteresis)
 		fmt.Fprintf(&b, ", just under the %s %s line (clears below %s)", pct(line), name, pct(line-cfg.Hysteresis))
 	}
 	if j := largest(d); j >= 0 {
@@ -226,7 +234,7 @@ func ruleThreshold(out []finding, d *sampler.Device, di, level int, now time.Tim
 		short = d.MemoryUsed - warnBytes
 	}
 	return append(out, finding{
-		Alert: Alert{Rule: RuleThreshold, Severity: sev, DeviceID: d.ID, Message: b.String(), Bytes: d.MemoryUsed},
+		Alert: Alert{Rule: RuleThreshold, Severity: sev, DeviceID: d.ID, Message: b.String(), Bytes: d.MemoryUsed, Reason: reason},
 		dev:   di, proc: -1, shortfall: short, freer: -1,
 	})
 }
@@ -282,7 +290,7 @@ func ruleTimeToFull(out []finding, d *sampler.Device, di int, now time.Time, cfg
 	}
 	return append(out, finding{
 		Alert: Alert{Rule: RuleTimeToFull, Severity: sev, DeviceID: d.ID, Message: msg,
-			Bytes: d.MemoryFree, RatePerMin: perMin, ETA: eta},
+			Bytes: d.MemoryFree, RatePerMin: perMin, ETA: eta, Reason: "full in " + minutesText(eta)},
 		dev: di, proc: -1, freer: -1,
 	})
 }
@@ -579,9 +587,28 @@ func freerDevice(snap *sampler.Snapshot, di int, minExtra uint64) int {
 	return best
 }
 
+// maxAgo is the longest time ago a message names: a longer one (or a
+// negative one) comes from a clock that was not set, such as a recording's
+// year-0001 time, and is left out.
+const maxAgo = 100 * 365 * 24 * time.Hour
+
+// agoText writes how long before now at was: "19 s ago"; ok is false when
+// either time is unset or the age is negative or absurd.
+func agoText(now, at time.Time) (string, bool) {
+	if now.IsZero() || at.IsZero() {
+		return "", false
+	}
+	d := now.Sub(at)
+	if d < 0 || d > maxAgo {
+		return "", false
+	}
+	return durText(d) + " ago", true
+}
+
 // durText writes a duration in minutes or hours and minutes: "10 min",
-// "1 h 5 min".
+// "1 h 5 min"; a negative duration is 0 s.
 func durText(d time.Duration) string {
+	d = max(d, 0)
 	m := int(math.Round(d.Minutes()))
 	switch {
 	case d < time.Minute:
