@@ -272,7 +272,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if s == nil {
 		return code
 	}
-	if !*once && !isTerminal(stdout) {
+	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
 		*once = true
 	}
 	if *once {
@@ -339,6 +339,13 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// fullScreenOK reports whether the live view can take the screen: stdout
+// is a terminal that can move the cursor (TERM=dumb cannot, so it gets the
+// one-shot table, as a pipe does).
+func fullScreenOK(w io.Writer, term string) bool {
+	return term != "dumb" && isTerminal(w)
 }
 
 func isTerminal(w io.Writer) bool {
