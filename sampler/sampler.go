@@ -32,6 +32,10 @@ const (
 	// faster samples still land in the rings and in RecentPeakUsed, so
 	// their peaks show.
 	MinPublishInterval = 500 * time.Millisecond
+	// DefaultStallTimeout is how long a call to the source may hang before
+	// the snapshots say so (go-nvml issue 152: an NVML call that never
+	// returns).
+	DefaultStallTimeout = 5 * time.Second
 )
 
 // Config sets the sampler's cadence and history.
@@ -43,6 +47,10 @@ type Config struct {
 	// MinProcessInterval. `vramtop run` lowers it to JobProcessInterval to
 	// follow one job's memory closely.
 	ProcessInterval time.Duration
+	// StallTimeout is how long a call to the source may go unanswered
+	// before Run publishes snapshots marked Stale; default
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -69,6 +77,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.StallTimeout < 0 {
+		return fmt.Errorf("stall timeout %v is negative", c.StallTimeout)
 	}
 	if c.ProcessInterval == 0 {
 		c.ProcessInterval = MinProcessInterval
@@ -116,26 +130,31 @@ type Sampler struct {
 	src Source
 	cfg Config
 
-	interval   time.Duration
-	info       SourceInfo
-	devs       []*devState
-	devByID    map[string]*devState
-	procs      map[ProcessKey]*procState
-	memBuf     []MemSample
-	procBuf    []ProcSample
-	errBuf     []error
-	utilBuf    map[UtilKey]float64
-	lastProc   time.Time
-	lastUtil   time.Time
-	lastPub    time.Time
-	lastErr    error
-	panicNote  string
-	seq        uint64
-	setIntvl   chan time.Duration
-	subsMu     sync.Mutex
-	subs       []chan Snapshot
-	latest     atomic.Pointer[Snapshot]
-	closeOnce  sync.Once
+	interval  time.Duration
+	info      SourceInfo
+	devs      []*devState
+	devByID   map[string]*devState
+	procs     map[ProcessKey]*procState
+	memBuf    []MemSample
+	procBuf   []ProcSample
+	errBuf    []error
+	utilBuf   map[UtilKey]float64
+	lastProc  time.Time
+	lastUtil  time.Time
+	lastPub   time.Time
+	lastErr   error
+	panicNote string
+	seq       uint64
+	setIntvl  chan time.Duration
+	subsMu    sync.Mutex
+	subs      []chan Snapshot
+	latest    atomic.Pointer[Snapshot]
+	closeOnce sync.Once
+	// callMu guards inCall (a call to the source is in flight) and
+	// closeLater (Close came during it).
+	callMu     sync.Mutex
+	inCall     bool
+	closeLater bool
 	procCap    int
 	hasPolled  bool
 	forcePub   bool
@@ -200,40 +219,117 @@ func (s *Sampler) Latest() (Snapshot, bool) {
 	return *p, true
 }
 
-// Close closes the source, once.
+// Close closes the source, once. While a call to the source has not
+// returned (a hung driver call), the source is closed when it returns: a
+// second call into a stuck driver would hang the caller too.
 func (s *Sampler) Close() error {
+	s.callMu.Lock()
+	if s.inCall {
+		s.closeLater = true
+		s.callMu.Unlock()
+		return nil
+	}
+	s.callMu.Unlock()
 	var err error
 	s.closeOnce.Do(func() { err = s.src.Close() })
 	return err
 }
 
 // Run polls until ctx is done, then closes the source. Polls never overlap.
+//
+// The source is called from a goroutine of its own, so a call that hangs
+// (a GPU driver that stops answering) does not stop the sampler: after
+// Config.StallTimeout it publishes the last snapshot again, marked Stale,
+// once per interval (at most every MinPublishInterval), until the call
+// returns and polling resumes. On ctx.Done, Run returns within a second
+// even while a call hangs; the source is closed when that call returns.
 func (s *Sampler) Run(ctx context.Context) error {
-	defer s.Close()
+	work := make(chan time.Time)
+	done := make(chan struct{}, 1)
+	quit := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		defer s.Close()
+		for {
+			select {
+			case now := <-work:
+				s.pollSafe(now)
+				done <- struct{}{}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		select {
+		case <-exited:
+		case <-time.After(runStopGrace):
+		}
+	}()
+
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	next := time.Time{}
+	var (
+		next        time.Time
+		busy        bool
+		pollAt      time.Time // when the poll in flight began
+		stalePub    time.Time // the last stale snapshot's time
+		wasStale    bool
+		newInterval time.Duration // a SetInterval waiting for the poll in flight
+	)
+	setInterval := func(d time.Duration) {
+		s.interval = d
+		s.forcePub = true
+		// Schedule from the next tick, not from the old cadence:
+		// otherwise the new interval starts only after the old one
+		// has run out.
+		next = time.Time{}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(0)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case d := <-s.setIntvl:
-			s.interval = d
-			s.forcePub = true
-			// Schedule from the next tick, not from the old cadence:
-			// otherwise the new interval starts only after the old one
-			// has run out.
-			next = time.Time{}
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
+			if busy {
+				newInterval = d
+				continue
 			}
-			timer.Reset(0)
+			setInterval(d)
+		case <-done:
+			busy = false
+			if wasStale {
+				// Resume with a fresh snapshot now, not one dated when
+				// the stuck call began.
+				wasStale = false
+				s.forcePub = true
+				s.finish(s.cfg.Now())
+			} else {
+				s.finish(pollAt)
+			}
+			if newInterval != 0 {
+				setInterval(newInterval)
+				newInterval = 0
+			}
 		case <-timer.C:
 			now := s.cfg.Now()
-			s.Tick(now)
+			if busy {
+				if now.Sub(pollAt) >= s.cfg.StallTimeout && (!wasStale || now.Sub(stalePub) >= MinPublishInterval) {
+					s.publishStale(now, pollAt)
+					stalePub, wasStale = now, true
+				}
+			} else {
+				busy, pollAt = true, now
+				work <- now
+			}
 			if next.IsZero() || now.Sub(next) > s.interval {
 				next = now
 			}
@@ -242,6 +338,10 @@ func (s *Sampler) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// runStopGrace is how long Run waits, when stopped, for a call to the source
+// in flight to return before it returns without it.
+const runStopGrace = time.Second
 
 // Once takes one full sample (devices and processes) and returns it as a
 // Snapshot; for `vramtop --once`.
@@ -254,18 +354,66 @@ func (s *Sampler) Once() Snapshot {
 // Tick polls what is due at now and publishes a Snapshot when one is due,
 // returning it. A panic in the source becomes an error in the Snapshot.
 func (s *Sampler) Tick(now time.Time) (snap Snapshot, published bool) {
+	s.pollSafe(now)
+	return s.finish(now)
+}
+
+// pollSafe polls, recovering a panic of the source into the next
+// Snapshot's error.
+func (s *Sampler) pollSafe(now time.Time) {
+	s.callMu.Lock()
+	s.inCall = true
+	s.callMu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			s.panicNote = fmt.Sprintf("sampler recovered from a panic: %v", r)
 			s.lastErr = errors.New(s.panicNote)
-			snap, published = s.publish(now), true
+			s.forcePub = true
+		}
+		s.callMu.Lock()
+		s.inCall = false
+		later := s.closeLater
+		s.callMu.Unlock()
+		if later {
+			s.Close()
 		}
 	}()
 	s.poll(now)
+}
+
+// finish publishes a Snapshot if one is due at now.
+func (s *Sampler) finish(now time.Time) (snap Snapshot, published bool) {
 	if s.forcePub || !s.hasPolled || s.due(now, s.lastPub, MinPublishInterval) {
 		return s.publish(now), true
 	}
 	return Snapshot{}, false
+}
+
+// publishStale publishes the last snapshot again at now, marked stale: the
+// source has not answered the call it got at since. It reads only what the
+// source's goroutine does not write (the published snapshot, the sequence).
+func (s *Sampler) publishStale(now, since time.Time) {
+	var snap Snapshot
+	if p := s.latest.Load(); p != nil {
+		snap = *p
+	}
+	s.seq++
+	snap.Time, snap.Seq = now, s.seq
+	snap.Stale, snap.StaleSince = true, since
+	what := "the GPU driver"
+	if snap.Source != "nvml" && snap.Source != "" {
+		what = "the " + snap.Source + " source"
+	}
+	snap.Err = fmt.Sprintf("no answer from %s for %s", what, silence(now.Sub(since)))
+	s.send(snap)
+}
+
+// silence says how long a source has been silent: "12 s", "3 min".
+func silence(d time.Duration) string {
+	if d < 2*time.Minute {
+		return fmt.Sprintf("%d s", int(d/time.Second))
+	}
+	return fmt.Sprintf("%d min", int(d/time.Minute))
 }
 
 // due reports whether a task that runs at most every floor (and at most
@@ -479,6 +627,12 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		dev.Unattributed = unattributed(dev, d.usedAtProcs)
 		snap.Devices[i] = dev
 	}
+	s.send(snap)
+	return snap
+}
+
+// send hands snap to every subscriber, latest-wins, and makes it Latest.
+func (s *Sampler) send(snap Snapshot) {
 	for _, ch := range s.subscribers() {
 		select {
 		case ch <- snap:
@@ -494,7 +648,6 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		}
 	}
 	s.latest.Store(&snap)
-	return snap
 }
 
 func (s *Sampler) subscribers() []chan Snapshot {

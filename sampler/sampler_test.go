@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,9 @@ type fakeSource struct {
 	memCalls, procCalls, utilCalls []time.Time
 	closes                         int
 	memRead                        chan struct{} // signalled on each ReadMemory, if set
+	// hang, when set, makes ReadMemory wait until it is closed: a driver
+	// call that does not return.
+	hang chan struct{}
 }
 
 func newFake(n int) *fakeSource {
@@ -72,12 +76,16 @@ func (f *fakeSource) ReadMemory(now time.Time, out []MemSample) error {
 	copy(out, f.mem)
 	err := f.srcErr
 	ch := f.memRead
+	hang := f.hang
 	f.mu.Unlock()
 	if ch != nil {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
+	}
+	if hang != nil {
+		<-hang
 	}
 	return err
 }
@@ -599,5 +607,168 @@ func TestHostColumnsAndJob(t *testing.T) {
 	gone, _ := findProcess(t, snap.Devices[0], 10, ringT0)
 	if !gone.Exited || gone.CPUPercent != nil || gone.HostMemoryBytes != nil || gone.Job.Name() != "slurm 4242.0" {
 		t.Fatalf("exited process: exited %v, cpu %v, host memory %v, job %q; want no current figures, the job kept", gone.Exited, gone.CPUPercent, gone.HostMemoryBytes, gone.Job.Name())
+	}
+}
+
+// TestLostGPUComesBack: a GPU that falls off the bus is marked while the
+// others keep reporting, its processes are not declared exited, and when it
+// answers again its error clears and its history carries on from before.
+func TestLostGPUComesBack(t *testing.T) {
+	f := newFake(2)
+	f.setProcs(fakeProc(0, 1, fakeGiB, ringT0), fakeProc(1, 2, fakeGiB, ringT0))
+	s := newSampler(t, f, Config{Interval: time.Second})
+	for i := range 3 {
+		f.setUsed(1, uint64(10+i)*fakeGiB)
+		s.Tick(ringAt(i))
+	}
+	lost := errors.New("GPU is lost (fell off the bus or needs a reset)")
+	f.mu.Lock()
+	f.mem[1] = MemSample{Err: lost}
+	f.procErrs[1] = lost
+	f.procs = f.procs[:1]
+	f.mu.Unlock()
+	var snap Snapshot
+	for i := 3; i < 6; i++ {
+		snap, _ = s.Tick(ringAt(i))
+	}
+	d := snap.Devices[1]
+	if !strings.Contains(d.Err, "GPU is lost") {
+		t.Fatalf("lost GPU: Err %q, want it marked lost", d.Err)
+	}
+	if p, ok := findProcess(t, d, 2, ringT0); !ok || p.Exited {
+		t.Fatalf("lost GPU's process: listed %v, exited %v; want kept as it was", ok, p.Exited)
+	}
+	if snap.Devices[0].Err != "" || snap.Devices[0].History.Len() != 6 {
+		t.Fatalf("the other GPU: Err %q, %d samples; want no error and every sample", snap.Devices[0].Err, snap.Devices[0].History.Len())
+	}
+
+	f.mu.Lock()
+	f.mem[1] = MemSample{Total: 80 * fakeGiB, Used: 20 * fakeGiB, Free: 60 * fakeGiB}
+	f.procErrs[1] = nil
+	f.procs = append(f.procs, fakeProc(1, 2, fakeGiB, ringT0))
+	f.mu.Unlock()
+	snap, _ = s.Tick(ringAt(6))
+	d = snap.Devices[1]
+	if d.Err != "" || d.MemoryUsed != 20*fakeGiB {
+		t.Fatalf("GPU back: Err %q, used %d; want no error and the new reading", d.Err, d.MemoryUsed)
+	}
+	want := []uint64{10 * fakeGiB, 11 * fakeGiB, 12 * fakeGiB, 20 * fakeGiB}
+	if got := windowValues(d.History); !slices.Equal(got, want) {
+		t.Fatalf("history across the loss %v, want %v: the samples before it, none during it, the new one", got, want)
+	}
+	if p, ok := findProcess(t, d, 2, ringT0); !ok || p.Exited || p.History.Len() != 4 {
+		t.Fatalf("process on the GPU that came back: listed %v, exited %v, %d samples; want the same process carrying on", ok, p.Exited, p.History.Len())
+	}
+}
+
+// TestHungSourceMarksSnapshotsStale: a ReadMemory that does not return
+// leaves Run publishing the last values marked stale, with how long the
+// source has been silent; once the call returns, sampling resumes. The
+// clock is fake: the test moves it past the stall bound.
+func TestHungSourceMarksSnapshotsStale(t *testing.T) {
+	f := newFake(1)
+	f.setUsed(0, 7*fakeGiB)
+	f.memRead = make(chan struct{}, 1)
+	var mu sync.Mutex
+	clock := ringT0
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	s := newSampler(t, f, Config{Interval: MinInterval, StallTimeout: 5 * time.Second, Now: now})
+	sub := s.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	next := func(what string, ok func(Snapshot) bool) Snapshot {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case snap := <-sub:
+				if ok(snap) {
+					return snap
+				}
+			case <-deadline:
+				t.Fatalf("no snapshot %s", what)
+			}
+		}
+	}
+	first := next("at all", func(Snapshot) bool { return true })
+	if first.Stale {
+		t.Fatal("the first snapshot is stale")
+	}
+
+	hang := make(chan struct{})
+	f.mu.Lock()
+	f.hang = hang
+	f.mu.Unlock()
+	// Wait until a call is stuck, then let 12 s pass on the clock.
+	<-f.memRead
+	<-f.memRead
+	hungAt := now()
+	advance(12 * time.Second)
+	snap := next("marked stale", func(s Snapshot) bool { return s.Stale })
+	if snap.Err != "no answer from the fake source for 12 s" {
+		t.Fatalf("stale snapshot Err %q, want how long the source has been silent", snap.Err)
+	}
+	if snap.StaleSince.After(hungAt) || snap.StaleSince.Before(first.Time) {
+		t.Fatalf("StaleSince %v, want when the stuck call began (by %v)", snap.StaleSince, hungAt)
+	}
+	if len(snap.Devices) != 1 || snap.Devices[0].MemoryUsed != 7*fakeGiB || snap.Seq <= first.Seq {
+		t.Fatalf("stale snapshot: %d devices, used %d, seq %d after %d; want the last values, a new sequence number", len(snap.Devices), snap.Devices[0].MemoryUsed, snap.Seq, first.Seq)
+	}
+
+	f.mu.Lock()
+	f.hang = nil
+	f.mu.Unlock()
+	f.setUsed(0, 9*fakeGiB)
+	close(hang)
+	snap = next("after the call returned", func(s Snapshot) bool { return !s.Stale })
+	if snap.Err != "" || !snap.StaleSince.IsZero() || snap.Seq <= first.Seq {
+		t.Fatalf("resumed snapshot: Err %q, StaleSince %v, seq %d; want no error, not stale, a new snapshot", snap.Err, snap.StaleSince, snap.Seq)
+	}
+	advance(time.Second)
+	next("with a new reading", func(s Snapshot) bool { return !s.Stale && s.Devices[0].MemoryUsed == 9*fakeGiB })
+}
+
+// TestRunStopsWhileACallHangs: Ctrl-C ends the program even while the
+// driver does not answer; the source is closed once the call returns.
+func TestRunStopsWhileACallHangs(t *testing.T) {
+	f := newFake(1)
+	f.memRead = make(chan struct{}, 1)
+	hang := make(chan struct{})
+	f.hang = hang
+	s := newSampler(t, f, Config{Interval: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	<-f.memRead
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return while a source call hung")
+	}
+	s.Close() // as main does: must neither hang nor close under the stuck call
+	f.mu.Lock()
+	closes := f.closes
+	f.mu.Unlock()
+	if closes != 0 {
+		t.Fatalf("source closed %d times while a call was in flight", closes)
+	}
+	close(hang)
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		closes = f.closes
+		f.mu.Unlock()
+		if closes == 1 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("source closed %d times after the call returned, want once", closes)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
