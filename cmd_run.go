@@ -46,12 +46,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
 	reportFmt := fs.String("report", "text", "the report's format: text or json")
 	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")
+	killLeftovers := fs.Bool("kill-leftovers", false, "when the command exits, end the processes it left running (SIGTERM, then SIGKILL after --kill-grace)")
+	killGrace := fs.Duration("kill-grace", jobrun.DefaultKillGrace, "with --kill-leftovers: how long to wait between SIGTERM and SIGKILL")
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "vramtop run: name the command to run: vramtop run [flags] -- CMD [ARGS...]")
+		return exitUsage
+	}
+	if *killGrace <= 0 {
+		fmt.Fprintf(stderr, "vramtop run: --kill-grace %v: want a positive duration\n", *killGrace)
 		return exitUsage
 	}
 	if *reportFmt != "text" && *reportFmt != "json" {
@@ -96,6 +102,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Argv: argv, Sampler: s, Record: rec,
 		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
 		Signals: sigs, Foreground: true,
+		KillLeftovers: *killLeftovers, KillGrace: *killGrace,
 	}
 	if d, ok := src.(*demo.Demo); ok {
 		// The child's real PID is on no demo GPU: show it on one, with a

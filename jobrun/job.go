@@ -41,7 +41,15 @@ type Config struct {
 	OnStart func(pid int)
 	// PlotWidth is the plot's width in columns; 60 when 0.
 	PlotWidth int
+	// KillLeftovers ends the job's processes still running when its
+	// leader exits: SIGTERM, then SIGKILL after KillGrace (DefaultKillGrace
+	// when 0).
+	KillLeftovers bool
+	KillGrace     time.Duration
 }
+
+// DefaultKillGrace is how long leftovers get between SIGTERM and SIGKILL.
+const DefaultKillGrace = 5 * time.Second
 
 // ErrStart wraps a failure to start the command.
 var ErrStart = errors.New("cannot start")
@@ -62,6 +70,8 @@ type watch struct {
 	notes  []string
 	// recordFailed is set once writing the recording failed.
 	recordFailed bool
+	// lastBytes is each member's memory on all GPUs at the last snapshot.
+	lastBytes map[int]uint64
 }
 
 type gpuWatch struct {
@@ -79,11 +89,14 @@ type gpuWatch struct {
 	unattAtMin *uint64
 }
 
-func newWatch(t *tree) *watch { return &watch{tree: t, gpus: map[string]*gpuWatch{}} }
+func newWatch(t *tree) *watch {
+	return &watch{tree: t, gpus: map[string]*gpuWatch{}, lastBytes: map[int]uint64{}}
+}
 
 func (w *watch) observe(snap sampler.Snapshot) {
 	members := w.tree.scan()
 	w.source, w.demo, w.intvl = snap.Source, snap.Demo, snap.Interval
+	clear(w.lastBytes)
 	var sum uint64
 	for i, d := range snap.Devices {
 		if d.MIGEnabled {
@@ -103,6 +116,7 @@ func (w *watch) observe(snap sampler.Snapshot) {
 			}
 			if _, in := members[int(p.PID)]; in {
 				job += p.Used()
+				w.lastBytes[int(p.PID)] += p.Used()
 				g.touched = true
 				continue
 			}
@@ -127,10 +141,10 @@ func (w *watch) observe(snap sampler.Snapshot) {
 func (w *watch) report(argv []string, start, end time.Time) Report {
 	r := Report{
 		Command: argv, Start: start, End: end,
-		Duration: end.Sub(start).Round(time.Millisecond).String(),
-		Source:   w.source, Demo: w.demo, Interval: w.intvl.String(),
+		DurationSeconds: end.Sub(start).Seconds(),
+		Source:          w.source, Demo: w.demo, IntervalSeconds: w.intvl.Seconds(),
 		PeakBytes: w.peak, PeakAt: w.peakAt, Notes: w.notes,
-		GPUs: []GPUReport{},
+		GPUs: []GPUReport{}, PIDs: []int{}, Leftovers: []Leftover{},
 	}
 	for pid := range w.tree.ever {
 		r.PIDs = append(r.PIDs, pid)

@@ -3,6 +3,8 @@ package jobrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -323,7 +325,7 @@ func TestTimelineHoldsPeaks(t *testing.T) {
 	}
 	// The report of a job with no samples renders without a plot (and
 	// without panicking).
-	r := Report{Command: []string{"true"}, Start: t0, End: t0.Add(time.Millisecond), Duration: "1ms"}
+	r := Report{Command: []string{"true"}, Start: t0, End: t0.Add(time.Millisecond), DurationSeconds: 0.001}
 	if strings.Contains(r.Text(60), "┤") {
 		t.Error("a plot without samples")
 	}
@@ -360,5 +362,123 @@ func TestJobNeverOnAGPU(t *testing.T) {
 	text := r.Text(60)
 	if !strings.Contains(text, "held no GPU memory") || strings.Contains(text, "┤") {
 		t.Errorf("report:\n%s", text)
+	}
+}
+
+// leftoverJob runs a job whose leader starts `sleep 60 &` (which holds
+// 1 GiB on the fake GPU) and exits; it returns the report and the
+// sleep's PID.
+func leftoverJob(t *testing.T, kill bool) (Report, int) {
+	t.Helper()
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	src := &pidSource{file: pids, tenant: 1}
+	// The leader waits for the sleep to be exec'd (on a busy machine the
+	// forked shell may not have got that far), then for a sample or two.
+	script := `sleep 60 >/dev/null 2>&1 & p=$!; while ! grep -q sleep /proc/$p/cmdline; do sleep 0.01; done; echo $p >> ` + pids + `; sleep 0.8`
+	done := make(chan Report, 1)
+	go func() {
+		r, err := Run(context.Background(), Config{
+			Argv: []string{"sh", "-c", script}, Sampler: newSampler(t, src),
+			Stdout: os.Stdout, Stderr: os.Stderr, KillLeftovers: kill, KillGrace: 2 * time.Second,
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	var r Report
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not end within 30 s")
+	}
+	data, _ := os.ReadFile(pids)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("the job wrote no PID: %q", data)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return r, pid
+}
+
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !bytes.Contains(st, []byte(") Z "))
+}
+
+func TestLeftoverProcessesAreReported(t *testing.T) {
+	r, pid := leftoverJob(t, false)
+	if len(r.Leftovers) != 1 || r.Leftovers[0].PID != pid {
+		t.Fatalf("leftovers %+v, want the background sleep %d", r.Leftovers, pid)
+	}
+	l := r.Leftovers[0]
+	if l.GPUBytes != gib || l.Ended != "" || !strings.Contains(l.Command, "sleep 60") {
+		t.Errorf("leftover %+v: want 1 GiB, not ended, command sleep 60", l)
+	}
+	if !alive(pid) {
+		t.Error("the leftover was ended without --kill-leftovers")
+	}
+	text := r.Text(60)
+	if !strings.Contains(text, fmt.Sprintf("pid %d, 1.0 GiB on the GPUs, still running: sleep 60", pid)) || !strings.Contains(text, "--kill-leftovers") {
+		t.Errorf("the report does not name the leftover:\n%s", text)
+	}
+}
+
+func TestKillLeftovers(t *testing.T) {
+	r, pid := leftoverJob(t, true)
+	if len(r.Leftovers) != 1 || r.Leftovers[0].PID != pid || r.Leftovers[0].Ended != "SIGTERM" {
+		t.Fatalf("leftovers %+v, want the sleep %d ended by SIGTERM", r.Leftovers, pid)
+	}
+	if alive(pid) {
+		t.Error("the leftover still runs after --kill-leftovers")
+	}
+	if !strings.Contains(r.Text(60), "ended by SIGTERM") {
+		t.Errorf("report:\n%s", r.Text(60))
+	}
+}
+
+func TestKillLeftoversEscalatesToSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	// The leftover ignores SIGTERM.
+	script := `sh -c 'trap "" TERM; echo $$ >> ` + pids + `; while :; do sleep 0.1; done' >/dev/null 2>&1 & sleep 0.8`
+	r, err := Run(context.Background(), Config{
+		Argv: []string{"sh", "-c", script}, Sampler: newSampler(t, &pidSource{file: pids, tenant: 1}),
+		Stderr: os.Stderr, KillLeftovers: true, KillGrace: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(pids)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	var ended string
+	for _, l := range r.Leftovers {
+		if l.PID == pid {
+			ended = l.Ended
+		}
+	}
+	if ended != "SIGKILL" {
+		t.Errorf("the TERM-ignoring leftover %d: ended %q, want SIGKILL (leftovers %+v)", pid, ended, r.Leftovers)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if pid > 0 && alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Error("it still runs")
+	}
+}
+
+func TestReportJSONListsAndSeconds(t *testing.T) {
+	r := (&watch{tree: newTree("/nonexistent", 1), gpus: map[string]*gpuWatch{}}).report([]string{"true"},
+		time.Unix(100, 0), time.Unix(112, 500e6))
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`"pids":[]`, `"leftovers":[]`, `"gpus":[]`, `"duration_seconds":12.5`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report JSON lacks %s:\n%s", want, s)
+		}
 	}
 }

@@ -16,10 +16,12 @@ import (
 // Report is what `vramtop run` says about a job when it ends. Its JSON form
 // is the --report json document.
 type Report struct {
-	Command  []string  `json:"command"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	Duration string    `json:"duration"`
+	Command []string  `json:"command"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	// DurationSeconds is how long the job ran, from its start to the
+	// leader's exit.
+	DurationSeconds float64 `json:"duration_seconds"`
 	// ExitCode is vramtop run's own exit status: the child's, or 128+N
 	// when signal N killed it.
 	ExitCode int    `json:"exit_code"`
@@ -27,10 +29,14 @@ type Report struct {
 	// Source is where the numbers come from: "nvml", or "demo".
 	Source string `json:"source"`
 	Demo   bool   `json:"demo,omitempty"`
-	// Interval is the sampling interval.
-	Interval string `json:"interval"`
+	// IntervalSeconds is the sampling interval.
+	IntervalSeconds float64 `json:"interval_seconds"`
 	// PIDs lists the job's processes seen (the child and its descendants).
 	PIDs []int `json:"pids"`
+	// Leftovers are the job's processes still running when its leader
+	// exited (a background process of its group, an orphaned grandchild),
+	// with the GPU memory they held at the last sample.
+	Leftovers []Leftover `json:"leftovers"`
 	// GPUs are the GPUs the job held memory on, by device ID.
 	GPUs []GPUReport `json:"gpus"`
 	// PeakBytes is the job's highest memory, all GPUs together, and when.
@@ -76,11 +82,22 @@ type Other struct {
 	Visible bool `json:"visible"`
 }
 
+// Leftover is a process of the job that outlived its leader.
+type Leftover struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command,omitempty"`
+	// GPUBytes is its memory on all GPUs at the last sample.
+	GPUBytes uint64 `json:"gpu_bytes"`
+	// Ended says how --kill-leftovers ended it: "SIGTERM" or "SIGKILL";
+	// empty when it was left running (or ended on its own).
+	Ended string `json:"ended,omitempty"`
+}
+
 // Timeline is the job's memory over the run, peak-held.
 type Timeline struct {
-	Start time.Time  `json:"start"`
-	Step  string     `json:"step"`
-	Bytes []*float64 `json:"bytes"`
+	Start       time.Time  `json:"start"`
+	StepSeconds float64    `json:"step_seconds"`
+	Bytes       []*float64 `json:"bytes"`
 }
 
 // Text renders the report for a terminal: a few lines per GPU, a plot,
@@ -91,7 +108,8 @@ func (r Report) Text(width int) string {
 	if r.Signal != "" {
 		ended = fmt.Sprintf("was killed by %s (status %d)", r.Signal, r.ExitCode)
 	}
-	fmt.Fprintf(&b, "\n── vramtop run: %s %s after %s ──\n", shortCommand(r.Command, 60), ended, r.Duration)
+	took := time.Duration(r.DurationSeconds * float64(time.Second)).Round(time.Millisecond)
+	fmt.Fprintf(&b, "\n── vramtop run: %s %s after %s ──\n", shortCommand(r.Command, 60), ended, took)
 	if len(r.GPUs) == 0 {
 		fmt.Fprintf(&b, "The job (%s) held no GPU memory that the driver reported.\n", pidList(r.PIDs))
 	}
@@ -137,6 +155,23 @@ func (r Report) Text(width int) string {
 		b.WriteString("\nOut of memory, from the job's stderr:\n")
 		b.WriteString(strings.TrimRight(r.OOM.Text(), "\n"))
 		b.WriteString("\n")
+	}
+	for i, l := range r.Leftovers {
+		if i == 0 {
+			b.WriteString("Processes of the job still running after it exited:\n")
+		}
+		if i == 10 {
+			fmt.Fprintf(&b, "  … and %d more\n", len(r.Leftovers)-i)
+			break
+		}
+		state := "still running"
+		if l.Ended != "" {
+			state = "ended by " + l.Ended
+		}
+		fmt.Fprintf(&b, "  pid %d, %s on the GPUs, %s: %s\n", l.PID, Bytes(l.GPUBytes), state, shortCommand(strings.Fields(l.Command), 50))
+	}
+	if n := len(r.Leftovers); n > 0 && r.Leftovers[0].Ended == "" {
+		b.WriteString("  (vramtop run --kill-leftovers ends them: SIGTERM, then SIGKILL after a grace period)\n")
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
@@ -199,7 +234,7 @@ func timeline(times []time.Time, values []uint64, start, end time.Time, n int) *
 	w := sampler.WindowOf(times, values)
 	// Buckets is [from, to): stretch to past the last sample.
 	b := w.Buckets(start, end.Add(1), n)
-	tl := &Timeline{Start: start, Step: (end.Sub(start) / time.Duration(n)).String(), Bytes: make([]*float64, n)}
+	tl := &Timeline{Start: start, StepSeconds: (end.Sub(start) / time.Duration(n)).Seconds(), Bytes: make([]*float64, n)}
 	var last *float64
 	for i, v := range b {
 		if !math.IsNaN(v) {

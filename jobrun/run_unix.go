@@ -9,6 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -120,6 +124,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	stopLoop()
 	<-loopErr
+	leftovers := w.leftovers(cfg.ProcRoot, pid)
+	if cfg.KillLeftovers && len(leftovers) > 0 {
+		grace := cfg.KillGrace
+		if grace <= 0 {
+			grace = DefaultKillGrace
+		}
+		endLeftovers(ctx, w.tree, pid, leftovers, grace)
+	}
 	// The child is gone; its descendants may hold the pipe open a while.
 	select {
 	case <-copied:
@@ -128,6 +140,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 
 	r := w.report(cfg.Argv, start, end)
+	r.Leftovers = leftovers
 	r.ExitCode, r.Signal = exitStatus(cmd.ProcessState, waitErr)
 	if cfg.PlotWidth <= 0 {
 		cfg.PlotWidth = 60
@@ -140,6 +153,62 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		r.Recording = cfg.Record.Path()
 	}
 	return r, nil
+}
+
+// leftovers lists the job's processes alive now that its leader is gone.
+func (w *watch) leftovers(procRoot string, leader int) []Leftover {
+	out := []Leftover{}
+	for pid := range w.tree.scan() {
+		if pid == leader {
+			continue // reaped; its PID may name another process soon
+		}
+		out = append(out, Leftover{PID: pid, Command: cmdline(procRoot, pid), GPUBytes: w.lastBytes[pid]})
+	}
+	slices.SortFunc(out, func(a, b Leftover) int { return a.PID - b.PID })
+	return out
+}
+
+// cmdline is a process's command line, its arguments joined by spaces.
+func cmdline(procRoot string, pid int) string {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// endLeftovers sends SIGTERM to the job's group and to each leftover,
+// waits up to grace for them to exit, then sends SIGKILL to those still
+// there, noting in each how it ended. A cancelled ctx cuts the grace short.
+func endLeftovers(ctx context.Context, t *tree, leader int, left []Leftover, grace time.Duration) {
+	alive := func() map[int]uint64 { return t.scan() }
+	syscall.Kill(-leader, syscall.SIGTERM)
+	for i := range left {
+		if syscall.Kill(left[i].PID, syscall.SIGTERM) == nil {
+			left[i].Ended = "SIGTERM"
+		}
+	}
+	deadline := time.Now().Add(grace)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if len(alive()) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			deadline = time.Now()
+		case <-tick.C:
+		}
+	}
+	still := alive()
+	syscall.Kill(-leader, syscall.SIGKILL)
+	for i := range left {
+		if _, ok := still[left[i].PID]; ok {
+			syscall.Kill(left[i].PID, syscall.SIGKILL)
+			left[i].Ended = "SIGKILL"
+		}
+	}
 }
 
 // copyTee copies r to out and scan, write by write; a failing out (a

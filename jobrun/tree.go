@@ -125,6 +125,9 @@ func parseStat(b []byte) (procStat, bool) {
 	if len(fields) < 20 {
 		return procStat{}, false
 	}
+	if string(fields[0]) == "Z" {
+		return procStat{}, false // a zombie holds nothing and runs nothing
+	}
 	ppid, err1 := strconv.Atoi(string(fields[1]))
 	pgrp, err2 := strconv.Atoi(string(fields[2]))
 	start, err3 := strconv.ParseUint(string(fields[19]), 10, 64)
