@@ -202,6 +202,9 @@ func Explain(log string) Explanation {
 	}
 	last := fd.last
 	last.MessagesFound = fd.n
+	if last.Framework == "" { // BFC statistics alone
+		last.Framework = "tensorflow"
+	}
 	if last.Kind == "" {
 		last.Kind = "gpu"
 		if last.Host {
@@ -334,8 +337,11 @@ func (e *Explanation) fillFrom(p Explanation) {
 		e.Shape, e.DType = p.Shape, p.DType
 	}
 	e.Host = e.Host || p.Host
-	if e.Framework == "cuda" && p.Framework != "cuda" {
+	if e.Framework == "" || e.Framework == "cuda" && p.Framework != "cuda" {
 		e.Framework = p.Framework
+	}
+	if e.Backend == "" {
+		e.Backend = p.Backend
 	}
 }
 

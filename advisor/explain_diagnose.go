@@ -193,7 +193,8 @@ var frameworkNames = map[string]string{
 	"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX/XLA", "vllm": "vLLM",
 	"mps": "PyTorch (Apple MPS)", "cuda": "CUDA", "cublas": "cuBLAS", "cudnn": "cuDNN",
 	"llama.cpp": "llama.cpp", "onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT", "tgi": "TGI (text-generation-inference)",
-	"cupy": "CuPy", "paddle": "PaddlePaddle", "sglang": "SGLang",
+	"cupy": "CuPy", "paddle": "PaddlePaddle", "sglang": "SGLang", "mxnet": "MXNet", "triton": "Triton",
+	"deepspeed": "DeepSpeed", "kernel": "The Linux OOM killer", "process": "A killed process",
 }
 
 func (e *Explanation) frameworkName() string {
@@ -220,6 +221,9 @@ func diagnose(e *Explanation) {
 }
 
 func diagnoseFramework(e *Explanation) {
+	if diagnoseKind(e) {
+		return
+	}
 	e.Derived = e.derive()
 	var why []string
 	var list []RemedyEstimate
@@ -234,6 +238,13 @@ func diagnoseFramework(e *Explanation) {
 			"cublas": "cuBLAS could not allocate its workspace (CUBLAS_STATUS_ALLOC_FAILED): the card was full when a matrix multiply first ran.",
 			"cudnn":  "cuDNN could not allocate its workspace (CUDNN_STATUS_ALLOC_FAILED): the card was full when a convolution ran.",
 		}[e.Framework]
+		if e.Confidence == "likely" {
+			what = "cuDNN failed, likely because memory ran out: " + e.Reason + "."
+			if e.FreeBytes != nil && e.TotalBytes != nil {
+				what += fmt.Sprintf(" The card had %s free of %s.", B(*e.FreeBytes), B(*e.TotalBytes))
+			}
+			what += " To confirm, run one small convolution before the model: the real out-of-memory error then shows."
+		}
 		if e.RequestedBytes != nil {
 			what = fmt.Sprintf("The CUDA driver refused an allocation of %s.", B(*e.RequestedBytes))
 			if e.Host {

@@ -20,7 +20,7 @@ var formats = []oomFormat{
 	{framework: "cupy", anchor: re(`(?:OutOfMemoryError:\s*)?Out\s*of\s*memory\s*allocating\s*\d{1,3}(?:,\d{3})+\s*bytes|OutOfMemoryError:\s*Out\s*of\s*memory\s*allocating\s*\d+\s*bytes\s*\(allocated\s*so\s*far`), parse: parseCuPy},
 	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle},
 	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing},
-	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?`), parse: parseDriver},
+	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?(?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|HIP_ERROR_OutOfMemory`), parse: parseDriver},
 	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory`), parse: parseCUDAError},
 	{framework: "mxnet", anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet},
 	{framework: "tensorflow", anchor: re(`could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*\d+|failed\s*to\s*allocate\s*` + sz + `\s*of\s*pinned\s*memory:\s*out\s*of\s*memory|cudaHostAlloc\w*\s*(?:\(.{0,80}?\)\s*)?failed.{0,80}?(?:out\s*of\s*memory|cudaErrorMemoryAllocation)`), parse: parsePinned},
@@ -39,7 +39,7 @@ var formats = []oomFormat{
 	{framework: "process", anchor: re(`Killed`), accept: acceptShellKilled, parse: parseKilled},
 	{framework: "process", anchor: exitSIGKILL, parse: parseKilled},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM},
-	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC},
+	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?[Rr]an\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC},
 	{framework: "jax", anchor: re(`(?i:resource[\s_]*exhausted):\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX},
 	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM},
 }
@@ -361,15 +361,30 @@ func parseMPS(seg, line string, e *Explanation) {
 
 // Driver allocation failures as TensorFlow and XLA log them:
 // "failed to alloc 2.00G (2147483648 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY".
-var driverAlloc = re(`^failed\s*to\s*alloc(?:ate)?\s*` + sz + `(.{0,120}?)CUDA_ERROR_OUT_OF_MEMORY`)
+var (
+	driverAlloc = re(`^failed\s*to\s*alloc(?:ate)?\s*` + sz + `(.{0,120}?)(CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)`)
+	// XLA's CUDA async allocator adds "Reported by CUDA: Free memory/Total
+	// memory: 22635544576/85095874560".
+	driverFreeTotal = re(`Free\s*memory/Total\s*memory:\s*(\d+)/(\d+)`)
+)
 
 func parseDriver(seg, line string, e *Explanation) {
 	e.kind = kindAllocator
-	if g := driverAlloc.FindStringSubmatch(head(seg, 400)); g != nil {
+	seg = head(seg, 400)
+	if g := driverAlloc.FindStringSubmatch(seg); g != nil {
 		if strings.Contains(g[4], "host") {
 			e.Host = true
 		}
+		if g[5] == "HIP_ERROR_OutOfMemory" {
+			e.Backend = "hip"
+		}
 		setSize(&e.RequestedBytes, g, 1)
+	} else if strings.HasPrefix(seg, "HIP_ERROR") {
+		e.Backend = "hip"
+	}
+	if g := driverFreeTotal.FindStringSubmatch(seg); g != nil {
+		setUint(&e.FreeBytes, g[1])
+		setUint(&e.TotalBytes, g[2])
 	}
 	frameworkFromPath(line, e)
 }
@@ -382,13 +397,17 @@ func parseCUDAError(seg, line string, e *Explanation) {
 
 // frameworkFromPath tells TensorFlow from XLA/JAX by the source path a
 // logged line names.
+// JAX builds XLA with TensorFlow's tree vendored as external/org_tensorflow
+// (later external/xla); TensorFlow itself logs tensorflow/compiler/xla/...
 func frameworkFromPath(line string, e *Explanation) {
 	l := strings.ToLower(line)
 	switch {
-	case strings.Contains(l, "xla/") || strings.Contains(l, "jax"):
+	case strings.Contains(l, "external/org_tensorflow") || strings.Contains(l, "external/xla") || strings.Contains(l, "jax"):
 		e.Framework = "jax"
 	case strings.Contains(l, "tensorflow"):
 		e.Framework = "tensorflow"
+	case strings.Contains(l, "xla/"):
+		e.Framework = "jax"
 	}
 }
 
@@ -467,7 +486,7 @@ func shapeBytes(dims string, elem uint64) (uint64, bool) {
 // memory trying to allocate 2.00GiB (rounded to 2147483648)", later
 // "Stats: Limit: N InUse: M".
 var (
-	bfcRequest = re(`^(?:Allocator\s*\((\w+)\)\s*)?ran\s*out\s*of\s*memory\s*trying\s*to\s*allocate\s*` + sz)
+	bfcRequest = re(`^(?:Allocator\s*\((\w+)\)\s*)?[Rr]an\s*out\s*of\s*memory\s*trying\s*to\s*allocate\s*` + sz)
 	bfcDevice  = re(`GPU_(\d+)_bfc`)
 	bfcStats   = re(`Stats:\s*Limit:\s*(\d+)\s*InUse:\s*(\d+)`)
 )
@@ -496,9 +515,7 @@ var (
 )
 
 func parseJAX(seg, line string, e *Explanation) {
-	if strings.Contains(strings.ToLower(line), "tensorflow") {
-		e.Framework = "tensorflow"
-	}
+	frameworkFromPath(line, e)
 	seg = head(seg, 400)
 	if g := jaxRequest.FindStringSubmatch(seg); g != nil {
 		setSize(&e.RequestedBytes, g, 1)

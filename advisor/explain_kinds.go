@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,12 +31,15 @@ func parsePyTorchHeadless(seg, line string, e *Explanation) {
 // XLA): "Stats: Limit: 10619240448 InUse: 10563... MaxInUse: ... NumAllocs:
 // ... MaxAllocSize: ..." (one field a line; no units: bytes).
 var (
-	bfcStatsAnchor = re(`Stats:\s*Limit:\s*\d+`)
+	bfcStatsAnchor = re(`Stats:\s*(?:\*\*)?Limit:\s*\d+`)
 	bfcField       = re(`(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|LargestFreeBlock):\s*(\d+)`)
 )
 
 func parseBFCStats(seg, line string, e *Explanation) {
 	e.kind = kindAllocator
+	// TensorFlow's and XLA's CUDA async allocator print the same: the
+	// message before says which.
+	e.Framework = ""
 	frameworkFromPath(line, e)
 	seen := map[string]bool{}
 	for _, g := range bfcField.FindAllStringSubmatch(head(seg, 800), -1) {
@@ -243,3 +247,88 @@ func parseTriton(seg, line string, e *Explanation) {
 // src/storage/./pooled_storage_manager.h:157: cudaMalloc failed: out of
 // memory".
 func parseMXNet(seg, line string, e *Explanation) { e.key = "mxnet" }
+
+// diagnoseKind fills Diagnosis and Remedies for memory other than the
+// card's and for warnings; ok is false for the card's memory.
+func diagnoseKind(e *Explanation) (ok bool) {
+	B := FormatBytes
+	var why []string
+	var list []RemedyEstimate
+	r := func(name, saving, cost, effort, how string) {
+		list = append(list, RemedyEstimate{Name: name, Saving: saving, Cost: cost, Effort: effort, How: how})
+	}
+	switch e.Kind {
+	case "host":
+		s := "The machine's RAM ran out, not GPU memory"
+		switch {
+		case e.Framework == "pytorch" && e.RequestedBytes != nil:
+			s += fmt.Sprintf(": PyTorch's CPU allocator could not get %s.", B(*e.RequestedBytes))
+		case e.Framework == "kernel" && len(e.Processes) > 0:
+			p := e.Processes[0]
+			s += fmt.Sprintf(": the kernel's OOM killer ended process %d (%s)", p.PID, p.Name)
+			if p.Bytes > 0 {
+				s += fmt.Sprintf(", which held %s of RAM (anon-rss)", B(p.Bytes))
+			}
+			s += "."
+		default:
+			s += "."
+		}
+		if e.Confidence == "likely" {
+			s = "Likely the machine's RAM ran out, not GPU memory: " + e.Reason + "."
+		}
+		why = append(why, s, "Freeing GPU memory does not help; run `free -h` during the job and `dmesg | grep -i 'killed process'` after it.")
+		r("load less into RAM", "the dataset or model copies held in RAM", "some I/O speed", "medium",
+			"memory-map or stream the dataset instead of loading it whole; load checkpoints with mmap=True / map_location straight to the GPU")
+		r("fewer data loader workers", "each worker's copy of the dataset", "slower input", "easy",
+			"DataLoader(num_workers=...) lower; persistent_workers=False")
+		r("more RAM or swap", "what the job lacks", "money, or slow swapping", "easy",
+			"a machine or container with a higher memory limit (in a container the limit is the cgroup's, not the host's)")
+		if e.Framework == "pytorch" && e.RequestedBytes != nil {
+			r("check the tensor's device", "the whole request, when it was meant for the GPU", "none", "easy",
+				"a tensor of this size created on the CPU is often one that was meant to be created with device='cuda'")
+		}
+	case "pinned_host":
+		s := "Pinned (page-locked) host memory ran out: RAM that the driver locks for fast transfers to the GPU, not GPU memory"
+		if e.RequestedBytes != nil {
+			s += fmt.Sprintf("; %s could not be locked", B(*e.RequestedBytes))
+		}
+		why = append(why, s+".", "Locked memory is limited by the machine's RAM and by the memlock limit (ulimit -l; a container's own limit).")
+		r("pin less memory", "the pinned buffers", "slower host-to-GPU copies", "easy",
+			"DataLoader(pin_memory=False); DeepSpeed offload: \"pin_memory\": false under offload_optimizer / offload_param; TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB")
+		r("raise the locked-memory limit", "room for the pinned buffers", "none", "easy",
+			"ulimit -l unlimited (docker run --ulimit memlock=-1)")
+		r("more RAM", "what the job lacks", "money", "easy", "a machine with more RAM, or fewer jobs on it")
+	case "gpu_shared_memory":
+		s := "A Triton kernel needs more shared memory per block than the GPU has"
+		if e.RequestedBytes != nil && e.AllowedBytes != nil {
+			s += fmt.Sprintf(": %d bytes required, %d the hardware limit", *e.RequestedBytes, *e.AllowedBytes)
+		}
+		why = append(why, s+".", "Shared memory is on-chip memory of each streaming multiprocessor, not the card's memory: freeing GPU memory or a smaller batch does not help; the kernel's block sizes or pipeline stages decide it.")
+		r("smaller blocks or fewer stages", "the kernel's shared memory", "some kernel speed", "medium",
+			"lower BLOCK_M/BLOCK_N/BLOCK_K or num_stages in the kernel's config (or its autotune configs)")
+		r("a newer release of the library", "the kernel's shared memory, where it learnt the smaller limit of this GPU", "none", "easy",
+			"upgrade the package that ships the kernel; many add configs for consumer GPUs")
+		r("another code path", "all of it", "speed", "easy",
+			"turn the Triton kernel off (the library's fallback, or torch.compile off for that module)")
+		r("a GPU with more shared memory per block", "all of it", "money", "hard",
+			"data-centre GPUs allow more per block (e.g. 163 KiB on A100, 227 KiB on H100)")
+	case "memory_pressure":
+		s := "DeepSpeed ZeRO-3 warns of memory pressure: it flushed PyTorch's allocator cache"
+		if e.CacheFlushes != nil {
+			s += fmt.Sprintf(" %d time(s) in the last step", *e.CacheFlushes)
+		}
+		why = append(why, s+". This is not an out-of-memory error, but the card is nearly full and fragmented: it is slow now and often runs out next.")
+		list = append(list, FragmentationRemedies(0)...)
+		r("flush on every rank at once", "stalls of ranks waiting for one that flushes", "a little time per step", "easy",
+			"get_accelerator().empty_cache() in the training loop, on all ranks")
+		r("ZeRO-3: keep fewer parameters live", "the gathered parameters", "more communication", "easy",
+			"lower stage3_max_live_parameters, stage3_prefetch_bucket_size and stage3_max_reuse_distance")
+		list = append(list, TrainingRemediesFor("pytorch", 0)...)
+	default:
+		return false
+	}
+	e.Derived = e.derive()
+	e.Diagnosis = strings.Join(why, " ")
+	e.Remedies = capList(list)
+	return true
+}

@@ -147,7 +147,7 @@ func nextLine(log string, e int) int {
 }
 
 // squeeze appends s lower-cased (ASCII), without white space, control
-// characters and ANSI colour codes.
+// characters, ANSI colour codes and Markdown's * and `.
 func squeeze(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -159,7 +159,7 @@ func squeeze(dst []byte, s string) []byte {
 					i++
 				}
 			}
-		case c <= ' ' || c == 0x7f:
+		case c <= ' ' || c == 0x7f || c == '*' || c == '`': // and Markdown's emphasis and code
 		case c >= 'A' && c <= 'Z':
 			dst = append(dst, c+'a'-'A')
 		default:

@@ -103,11 +103,12 @@ func (e Explanation) Text() string {
 	var b strings.Builder
 	if !e.Found {
 		b.WriteString("No out-of-memory message found (looked for PyTorch, TensorFlow, JAX/XLA, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n" +
-			"llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy and PaddlePaddle messages).\n")
+			"llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy, PaddlePaddle, MXNet, Triton and DeepSpeed messages,\n" +
+			"and for host RAM running out).\n")
 		e.writeLive(&b)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s out of memory on %s", e.frameworkName(), e.gpu())
+	b.WriteString(e.heading())
 	if e.Line > 0 {
 		fmt.Fprintf(&b, " (line %d", e.Line)
 		if e.MessagesFound > 1 {
@@ -118,6 +119,9 @@ func (e Explanation) Text() string {
 	b.WriteString("\n")
 	if e.Message != "" {
 		fmt.Fprintf(&b, "  %s\n", shortText(e.Message, 200))
+	}
+	if e.Confidence != "" {
+		fmt.Fprintf(&b, "  %-26s %s\n", "confidence", e.Confidence+": "+e.Reason)
 	}
 	row := func(label, value string) { fmt.Fprintf(&b, "  %-26s %s\n", label, value) }
 	size := func(label string, p *uint64) {
@@ -143,8 +147,21 @@ func (e Explanation) Text() string {
 	size("reserved by framework", e.ReservedByFrameworkBytes)
 	size("reserved but unallocated", e.ReservedUnallocatedBytes)
 	size("other allocations", e.OtherAllocationsBytes)
+	size("peak allocated", e.PeakAllocatedBytes)
+	size("largest allocation", e.MaxAllocSizeBytes)
+	size("largest free block", e.LargestFreeBlockBytes)
+	if e.NumAllocs != nil {
+		row("allocations", strconv.FormatUint(*e.NumAllocs, 10))
+	}
+	if e.CacheFlushes != nil {
+		row("cache flushes", strconv.FormatUint(*e.CacheFlushes, 10)+" in the last step")
+	}
 	for _, p := range e.Processes {
-		row("process "+strconv.FormatUint(p.PID, 10), FormatBytes(p.Bytes))
+		v := FormatBytes(p.Bytes)
+		if p.Name != "" {
+			v += " (" + p.Name + ")"
+		}
+		row("process "+strconv.FormatUint(p.PID, 10), v)
 	}
 	if e.MaxModelLen != nil {
 		row("max_model_len", strconv.FormatUint(*e.MaxModelLen, 10)+" tokens")
@@ -183,6 +200,28 @@ func (e Explanation) Text() string {
 	}
 	e.writeLive(&b)
 	return b.String()
+}
+
+// heading is the first line of Text: what ran out, and where.
+func (e Explanation) heading() string {
+	switch e.Kind {
+	case "host":
+		s := "Host memory (RAM) ran out, not GPU memory"
+		if e.Confidence != "" {
+			s = "Likely host memory (RAM) ran out, not GPU memory"
+		}
+		return s
+	case "pinned_host":
+		return e.frameworkName() + ": pinned host memory ran out (RAM locked for GPU transfers, not GPU memory)"
+	case "gpu_shared_memory":
+		return "Triton kernel needs more shared memory than " + e.gpu() + " has per block (not GPU memory)"
+	case "memory_pressure":
+		return e.frameworkName() + ": memory pressure on the GPU (a warning, not an out-of-memory error)"
+	}
+	if e.Confidence != "" {
+		return e.frameworkName() + " error, likely out of memory on " + e.gpu()
+	}
+	return e.frameworkName() + " out of memory on " + e.gpu()
 }
 
 func (e Explanation) writeLive(b *strings.Builder) {
