@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/vramtop/vramtop/advisor"
 )
@@ -17,8 +21,65 @@ func init() {
 var explainStdin io.Reader = os.Stdin
 
 // explainMaxLog bounds how much of a log explain reads: the last explainMaxLog bytes of
-// a file.
+// a file or of standard input.
 var explainMaxLog int64 = 256 << 20
+
+type explainResult struct {
+	e   advisor.Explanation
+	cut bool // the input was longer than explainMaxLog: its tail was read
+	err error
+}
+
+// readLogTail reads in to its end and returns its last limit bytes, from
+// the start of a line when it was cut. It holds one buffer: a ring of at
+// most limit bytes (smaller for a file of known size), whose pages are
+// touched only as they fill.
+func readLogTail(in io.Reader, limit int64) (data []byte, cut bool, err error) {
+	size := limit
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if pos, err := f.Seek(0, io.SeekCurrent); err == nil {
+				size = min(limit, st.Size()-pos+1<<20) // room for a log still growing
+			}
+		}
+	}
+	buf := make([]byte, max(size, 1))
+	w, wrapped := 0, false
+	for {
+		if w == len(buf) {
+			w, wrapped = 0, true
+		}
+		n, err := in.Read(buf[w:min(len(buf), w+1<<20)])
+		w += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if !wrapped {
+		return buf[:w], false, nil
+	}
+	// buf[w:] then buf[:w], rotated in place; then drop the partial line.
+	slices.Reverse(buf[:w])
+	slices.Reverse(buf[w:])
+	slices.Reverse(buf)
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		buf = buf[i+1:]
+	}
+	return buf, true, nil
+}
+
+// explainInterrupted is the exit status when SIGINT (130) or SIGTERM (143)
+// ended the command; main cancels ctx with the signal as its cause.
+func explainInterrupted(ctx context.Context, stderr io.Writer) int {
+	fmt.Fprintln(stderr, "vramtop explain: interrupted")
+	if c := context.Cause(ctx); c != nil && strings.HasPrefix(c.Error(), syscall.SIGTERM.String()) {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return 128 + int(syscall.SIGINT)
+}
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
@@ -51,6 +112,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		name = files[0]
 	}
 	var in io.Reader = explainStdin
+	seeked := false // reading a big file's tail, said on stderr
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
@@ -62,16 +124,39 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// The crash is at the end of a log: read the last explainMaxLog bytes of a big one.
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > explainMaxLog {
 			if _, err := f.Seek(st.Size()-explainMaxLog, io.SeekStart); err == nil {
+				seeked = true
 				fmt.Fprintf(stderr, "vramtop explain: %s is larger than %s; reading its last %s (line numbers count from there)\n", name, advisor.FormatBytes(uint64(explainMaxLog)), advisor.FormatBytes(uint64(explainMaxLog)))
 			}
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(in, explainMaxLog))
-	if err != nil {
-		fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", explainInputName(name), explainPathError(err))
+	// Read and search in the background: a read from a terminal or a pipe
+	// that stays open blocks, and SIGINT/SIGTERM (ctx) must still end the
+	// command.
+	done := make(chan explainResult, 1)
+	go func() {
+		var r explainResult
+		var data []byte
+		data, r.cut, r.err = readLogTail(in, explainMaxLog)
+		if r.err == nil {
+			r.e = advisor.ExplainBytes(data)
+		}
+		done <- r
+	}()
+	var r explainResult
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return explainInterrupted(ctx, stderr)
+	}
+	if r.err != nil {
+		fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", explainInputName(name), explainPathError(r.err))
 		return exitUsage
 	}
-	e := advisor.Explain(string(data))
+	if r.cut && !seeked {
+		fmt.Fprintf(stderr, "vramtop explain: %s is longer than %s; read its last %s (line numbers count from there)\n",
+			explainInputName(name), advisor.FormatBytes(uint64(explainMaxLog)), advisor.FormatBytes(uint64(explainMaxLog)))
+	}
+	e := r.e
 	if *live || sf.demo == "on" { // --demo: live numbers from the demo GPUs
 		// Without GPUs to read, newSampler has said why in one line; the
 		// explanation still stands.
@@ -81,6 +166,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			e = e.WithLive(snap)
 		}
 	}
+	var err error
 	if *asJSON {
 		err = writeJSON(stdout, e)
 	} else {

@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/internal/testbin"
 )
 
 func runExplainArgs(t *testing.T, in string, args ...string) (stdout, stderr string, code int) {
@@ -49,7 +56,7 @@ func TestExplainCommandExitCodes(t *testing.T) {
 		{"missing file", "", []string{filepath.Join(dir, "nope.log")}, 2, "", "cannot read " + filepath.Join(dir, "nope.log") + ": no such file or directory"},
 		{"a directory", "", []string{dir}, 2, "", "cannot read " + dir},
 		{"two files", "", []string{plain, plain}, 2, "", "one log at a time"},
-		{"bad flag", "", []string{"--bogus"}, 2, "", "flag provided but not defined"},
+		{"bad flag", "", []string{"--bogus"}, 2, "", "unknown flag: --bogus"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, errOut, code := runExplainArgs(t, c.stdin, c.args...)
@@ -169,5 +176,95 @@ func TestExplainCommandLiveWithoutGPU(t *testing.T) {
 	}
 	if lines := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); errOut == "" || lines != 0 {
 		t.Errorf("want one line on stderr saying why there are no live numbers, got %q", errOut)
+	}
+}
+
+func TestExplainCommandKeepsTheTailOfStdin(t *testing.T) {
+	old := explainMaxLog
+	explainMaxLog = 64 << 10
+	defer func() { explainMaxLog = old }()
+	oom, err := os.ReadFile(explainLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first OOM falls outside the last 64 KiB; the last one, on GPU 1, inside.
+	first := "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 7; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.75 MiB free; 14.60 GiB reserved in total by PyTorch)\n"
+	out, errOut, code := runExplainArgs(t, first+strings.Repeat("step done\n", 20000)+string(oom), "--json")
+	if code != 0 || !strings.Contains(errOut, "standard input is longer than 64 KiB") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["device"] != 1.0 || m["messages_found"] != 1.0 {
+		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
+	}
+	// Shorter than the limit: read whole, nothing said.
+	if _, errOut, code := runExplainArgs(t, string(oom)); code != 0 || errOut != "" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A read that blocks (a pipe nobody writes to) ends when ctx is cancelled,
+// as main cancels it on SIGINT and SIGTERM.
+func TestExplainCommandEndsWhenCancelled(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	old := explainStdin
+	explainStdin = r
+	defer func() { explainStdin = old }()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	var o, e bytes.Buffer
+	code := dispatch(ctx, []string{"explain"}, &o, &e)
+	if code != 130 || time.Since(start) > time.Second {
+		t.Errorf("exit %d after %v, want 130 within a second (stderr %q)", code, time.Since(start), e.String())
+	}
+}
+
+// vramtop explain reading a pipe that stays open ends within a second of
+// SIGINT or SIGTERM, with the shell's status for the signal.
+func TestExplainCommandSignals(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT/SIGTERM to send")
+	}
+	bin := testbin.BuildUnlessShort(t)
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "explain")
+			stdin, err := cmd.StdinPipe() // stays open: the read blocks
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			var errOut bytes.Buffer
+			cmd.Stderr = &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(stdin, "step 1 loss 0.5\n")
+			time.Sleep(500 * time.Millisecond) // running and blocked in the read
+			sent := time.Now()
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(2 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				t.Fatalf("still running 2 s after %v", c.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != c.code || time.Since(sent) > time.Second {
+				t.Errorf("exit %d after %v, want %d within a second (stderr %q)", code, time.Since(sent), c.code, errOut.String())
+			}
+		})
 	}
 }
