@@ -1,14 +1,19 @@
 package sampler
 
 import (
+	"iter"
 	"math"
 	"math/bits"
 	"sort"
 	"time"
 )
 
-// blockSize is the number of samples in one block of a Ring.
-const blockSize = 128
+// blockSize is the largest number of samples in one block of a Ring; small
+// rings (a process's) use smaller blocks, down to minBlockSize.
+const (
+	blockSize    = 128
+	minBlockSize = 16
+)
 
 type sample struct {
 	t int64 // unix nanoseconds
@@ -18,34 +23,165 @@ type sample struct {
 // A block is append-only: once sample i is written it never changes, so a
 // published Window may read samples [0, n) of a block while the sampler
 // appends at n and beyond.
-type block struct {
-	s [blockSize]sample
-}
+type block []sample
 
-// Ring is a fixed-capacity history of (time, value) samples. When full, each
-// new sample drops the oldest one. Samples live in append-only blocks; a
-// block is allocated once per blockSize samples (never per sample) and, once
-// dropped from the ring, is left to the snapshots that still reference it.
-// This lets Window share the ring's memory safely: publishing a snapshot
-// copies a few block pointers, not the history.
-//
-// A Ring is owned by one goroutine (the sampler's); Windows taken from it may
-// be read by any goroutine.
-type Ring struct {
+// tier is a fixed-capacity FIFO of samples kept in append-only blocks. A
+// block is allocated once per block length of samples (never per sample)
+// and, once dropped, is left to the snapshots that still reference it.
+type tier struct {
 	capacity int
-	ptrs     []*block // circular; ptrs[first] holds the oldest sample
+	shift    uint8   // blocks hold 1<<shift samples
+	ptrs     []block // circular; ptrs[first] holds the oldest sample
 	first    int
 	nblk     int
 	off      int // index of the oldest sample within ptrs[first]
 	n        int
 }
 
-// NewRing returns a ring that keeps the last capacity samples (at least 1).
-func NewRing(capacity int) *Ring {
-	if capacity < 1 {
-		capacity = 1
+func newTier(capacity int) tier {
+	if capacity <= 0 {
+		return tier{}
 	}
-	return &Ring{capacity: capacity, ptrs: make([]*block, capacity/blockSize+3)}
+	// About eight blocks per tier, 16 to 128 samples each: a short history
+	// does not carry the slack of a long one's blocks.
+	shift := uint8(bits.Len(uint(max(capacity/8, 1)) - 1))
+	shift = min(max(shift, uint8(bits.TrailingZeros(minBlockSize))), uint8(bits.TrailingZeros(blockSize)))
+	return tier{capacity: capacity, shift: shift, ptrs: make([]block, capacity>>shift+3)}
+}
+
+// push appends s; when the tier is full it drops the oldest sample and
+// returns it.
+func (t *tier) push(s sample) (dropped sample, ok bool) {
+	pos := t.off + t.n
+	bi := pos >> t.shift
+	if bi == t.nblk {
+		t.ptrs[(t.first+t.nblk)%len(t.ptrs)] = make(block, 1<<t.shift)
+		t.nblk++
+	}
+	t.ptrs[(t.first+bi)%len(t.ptrs)][pos&(1<<t.shift-1)] = s
+	t.n++
+	if t.n > t.capacity {
+		dropped, ok = t.ptrs[t.first][t.off], true
+		t.off++
+		t.n--
+		if t.off == 1<<t.shift {
+			t.ptrs[t.first] = nil
+			t.first = (t.first + 1) % len(t.ptrs)
+			t.nblk--
+			t.off = 0
+		}
+	}
+	return dropped, ok
+}
+
+func (t *tier) span() span {
+	if t.n == 0 {
+		return span{}
+	}
+	blocks := make([]block, t.nblk)
+	for i := range blocks {
+		blocks[i] = t.ptrs[(t.first+i)%len(t.ptrs)]
+	}
+	return span{blocks: blocks, off: t.off, n: t.n, shift: t.shift}
+}
+
+// span is an immutable view of a tier's samples.
+type span struct {
+	blocks []block
+	off    int
+	n      int
+	shift  uint8
+}
+
+func (s span) at(i int) sample {
+	j := s.off + i
+	return s.blocks[j>>s.shift][j&(1<<s.shift-1)]
+}
+
+// drop returns the span without its first i samples.
+func (s span) drop(i int) span {
+	if i <= 0 {
+		return s
+	}
+	if i >= s.n {
+		return span{}
+	}
+	j := s.off + i
+	return span{blocks: s.blocks[j>>s.shift:], off: j & (1<<s.shift - 1), n: s.n - i, shift: s.shift}
+}
+
+// each yields the span's samples, oldest first, block by block.
+func (s span) each(yield func(sample) bool) bool {
+	left, off := s.n, s.off
+	for _, b := range s.blocks {
+		if left == 0 {
+			break
+		}
+		end := min(len(b), off+left)
+		for _, x := range b[off:end] {
+			if !yield(x) {
+				return false
+			}
+		}
+		left -= end - off
+		off = 0
+	}
+	return true
+}
+
+// Ring is a fixed-capacity history of (time, value) samples, oldest dropped
+// first. A tiered ring (NewTieredRing) keeps its newest samples at full
+// resolution and, behind them, older history as one sample per step of
+// time: the largest of that step, at the time it was sampled. So a peak
+// survives for the whole history at a fraction of its memory.
+//
+// Windows share the ring's memory safely: publishing a snapshot copies a
+// few block headers, not the history. A Ring is owned by one goroutine (the
+// sampler's); Windows taken from it may be read by any goroutine.
+type Ring struct {
+	recent tier
+	old    tier  // per-step maxima; capacity 0 when the ring is not tiered
+	step   int64 // nanoseconds; 0 when not tiered
+	// pend is the largest sample of the step being filled from recent into
+	// old (pendStep); it is published by value.
+	pend     sample
+	pendStep int64
+	hasPend  bool
+	// win caches the Window until the next Push.
+	win   Window
+	winOK bool
+}
+
+// NewRing returns a ring that keeps the last capacity samples (at least 1),
+// all at full resolution.
+func NewRing(capacity int) *Ring {
+	return &Ring{recent: newTier(max(capacity, 1))}
+}
+
+// NewTieredRing returns a ring that keeps its newest recent samples at full
+// resolution and, older than those, up to old samples at one per step: the
+// largest of each step of time (steps aligned to multiples of step since
+// the epoch).
+func NewTieredRing(recent int, step time.Duration, old int) *Ring {
+	r := NewRing(recent)
+	if step > 0 && old > 0 {
+		r.old, r.step = newTier(old), int64(step)
+	}
+	return r
+}
+
+// TieredRingFor returns a ring for history at one sample per interval: the
+// newest recent of it at full resolution, the rest as at most buckets
+// per-step maxima (a step a whole number of intervals). Where history is no
+// longer than recent, every sample is kept.
+func TieredRingFor(history, interval, recent time.Duration, buckets int) *Ring {
+	if history <= recent || buckets <= 0 || interval <= 0 {
+		return NewRing(CapacityFor(history, interval))
+	}
+	rest := history - recent
+	step := (rest + time.Duration(buckets) - 1) / time.Duration(buckets)
+	step = max(interval, (step+interval-1)/interval*interval)
+	return NewTieredRing(CapacityFor(recent, interval), step, CapacityFor(rest, step))
 }
 
 // CapacityFor is the number of samples that covers history at one sample per
@@ -61,52 +197,73 @@ func CapacityFor(history, interval time.Duration) int {
 	return c
 }
 
-// Cap returns the ring's capacity in samples.
-func (r *Ring) Cap() int { return r.capacity }
+// Cap returns the most samples the ring holds.
+func (r *Ring) Cap() int {
+	if r.step == 0 {
+		return r.recent.capacity
+	}
+	return r.recent.capacity + 1 + r.old.capacity
+}
 
 // Len returns the number of samples held.
-func (r *Ring) Len() int { return r.n }
+func (r *Ring) Len() int { return r.old.n + b2i(r.hasPend) + r.recent.n }
 
-// Push appends a sample, dropping the oldest when the ring is full.
+// Step returns the time each older sample of a tiered ring stands for; 0
+// when every sample is kept.
+func (r *Ring) Step() time.Duration { return time.Duration(r.step) }
+
+// Push appends a sample. Samples come in time order.
 func (r *Ring) Push(t time.Time, v uint64) {
-	pos := r.off + r.n
-	bi := pos / blockSize
-	if bi == r.nblk {
-		r.ptrs[(r.first+r.nblk)%len(r.ptrs)] = new(block)
-		r.nblk++
+	r.winOK = false
+	dropped, ok := r.recent.push(sample{t: t.UnixNano(), v: v})
+	if !ok || r.step == 0 {
+		return
 	}
-	r.ptrs[(r.first+bi)%len(r.ptrs)].s[pos%blockSize] = sample{t: t.UnixNano(), v: v}
-	r.n++
-	if r.n > r.capacity {
-		r.off++
-		r.n--
-		if r.off == blockSize {
-			r.ptrs[r.first] = nil
-			r.first = (r.first + 1) % len(r.ptrs)
-			r.nblk--
-			r.off = 0
+	st := floorDiv(dropped.t, r.step)
+	if r.hasPend && st == r.pendStep {
+		if dropped.v > r.pend.v {
+			r.pend = dropped
 		}
+		return
 	}
+	if r.hasPend {
+		r.old.push(r.pend)
+	}
+	r.pend, r.pendStep, r.hasPend = dropped, st, true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Window returns an immutable view of the samples held now.
 func (r *Ring) Window() Window {
-	if r.n == 0 {
-		return Window{}
+	if !r.winOK {
+		r.win = Window{old: r.old.span(), pend: r.pend, hasPend: r.hasPend, recent: r.recent.span()}
+		r.winOK = true
 	}
-	blocks := make([]*block, r.nblk)
-	for i := range blocks {
-		blocks[i] = r.ptrs[(r.first+i)%len(r.ptrs)]
-	}
-	return Window{blocks: blocks, off: r.off, n: r.n}
+	return r.win
 }
 
-// Window is an immutable, ordered view of a Ring's samples, oldest first.
-// The zero Window is empty.
+// Window is an immutable, ordered view of a Ring's samples, oldest first:
+// those of the older tier (per-step maxima), then the step being filled,
+// then the recent ones. The zero Window is empty.
 type Window struct {
-	blocks []*block
-	off    int
-	n      int
+	old     span
+	pend    sample
+	hasPend bool
+	recent  span
 }
 
 // WindowOf builds a Window from samples given in time order; for sources
@@ -120,11 +277,55 @@ func WindowOf(times []time.Time, values []uint64) Window {
 }
 
 // Len returns the number of samples.
-func (w Window) Len() int { return w.n }
+func (w Window) Len() int { return w.old.n + b2i(w.hasPend) + w.recent.n }
 
 func (w Window) at(i int) sample {
-	j := w.off + i
-	return w.blocks[j/blockSize].s[j%blockSize]
+	if i < w.old.n {
+		return w.old.at(i)
+	}
+	i -= w.old.n
+	if w.hasPend {
+		if i == 0 {
+			return w.pend
+		}
+		i--
+	}
+	return w.recent.at(i)
+}
+
+// all yields every sample, oldest first.
+func (w Window) all() iter.Seq[sample] {
+	return func(yield func(sample) bool) {
+		if !w.old.each(yield) {
+			return
+		}
+		if w.hasPend && !yield(w.pend) {
+			return
+		}
+		w.recent.each(yield)
+	}
+}
+
+// drop returns the window without its first i samples.
+func (w Window) drop(i int) Window {
+	if i <= 0 {
+		return w
+	}
+	if i < w.old.n {
+		w.old = w.old.drop(i)
+		return w
+	}
+	i -= w.old.n
+	w.old = span{}
+	if w.hasPend {
+		if i == 0 {
+			return w
+		}
+		i--
+		w.pend, w.hasPend = sample{}, false
+	}
+	w.recent = w.recent.drop(i)
+	return w
 }
 
 // At returns sample i, 0 being the oldest.
@@ -135,16 +336,17 @@ func (w Window) At(i int) (time.Time, uint64) {
 
 // Last returns the newest sample; ok is false when the window is empty.
 func (w Window) Last() (t time.Time, v uint64, ok bool) {
-	if w.n == 0 {
+	n := w.Len()
+	if n == 0 {
 		return time.Time{}, 0, false
 	}
-	t, v = w.At(w.n - 1)
+	t, v = w.At(n - 1)
 	return t, v, true
 }
 
 // First returns the oldest sample's time; zero when empty.
 func (w Window) First() time.Time {
-	if w.n == 0 {
+	if w.Len() == 0 {
 		return time.Time{}
 	}
 	t, _ := w.At(0)
@@ -154,33 +356,25 @@ func (w Window) First() time.Time {
 // Max returns the largest value held, 0 when empty.
 func (w Window) Max() uint64 {
 	var m uint64
-	for i := 0; i < w.n; i++ {
-		if v := w.at(i).v; v > m {
-			m = v
-		}
+	for s := range w.all() {
+		m = max(m, s.v)
 	}
 	return m
 }
 
 // Since returns the samples at or after t.
 func (w Window) Since(t time.Time) Window {
-	i := w.search(t.UnixNano())
-	if i == 0 {
-		return w
-	}
-	j := w.off + i
-	return Window{blocks: w.blocks[j/blockSize:], off: j % blockSize, n: w.n - i}
+	return w.drop(w.search(t.UnixNano()))
 }
 
 // search returns the index of the first sample at or after ns.
 func (w Window) search(ns int64) int {
-	return sort.Search(w.n, func(i int) bool { return w.at(i).t >= ns })
+	return sort.Search(w.Len(), func(i int) bool { return w.at(i).t >= ns })
 }
 
 // Each calls f for every sample, oldest first.
 func (w Window) Each(f func(t time.Time, v uint64)) {
-	for i := 0; i < w.n; i++ {
-		s := w.at(i)
+	for s := range w.all() {
 		f(time.Unix(0, s.t), s.v)
 	}
 }
@@ -206,8 +400,7 @@ func (w Window) BucketsInto(out []float64, from, to time.Time) {
 		return
 	}
 	f, end := from.UnixNano(), to.UnixNano()
-	for i := w.search(f); i < w.n; i++ {
-		s := w.at(i)
+	for s := range w.drop(w.search(f)).all() {
 		if s.t >= end {
 			break
 		}

@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -310,6 +311,112 @@ func TestBucketsPutASampleOnAColumnEdgeInThatColumn(t *testing.T) {
 		b := w.Buckets(ringT0, ringT0.Add(c.span), c.n)
 		if b[c.col] != 99 || !math.IsNaN(b[c.col-1]) {
 			t.Fatalf("%v in %d columns: sample at the start of column %d drawn as %v | %v", c.span, c.n, c.col, b[c.col-1], b[c.col])
+		}
+	}
+}
+
+// TestTieredRingKeepsPeaksOfOlderHistory: a tiered ring holds its newest
+// samples as they were and older ones as the largest sample of each step,
+// at the time it was taken, so a one-sample spike outlives its resolution.
+func TestTieredRingKeepsPeaksOfOlderHistory(t *testing.T) {
+	// 10 recent samples at 1 s; older history in 5 s steps, 4 of them.
+	r := NewTieredRing(10, 5*time.Second, 4)
+	if r.Cap() != 15 || r.Step() != 5*time.Second {
+		t.Fatalf("Cap %d, Step %v; want 15 and 5s", r.Cap(), r.Step())
+	}
+	// ringT0 is a whole multiple of 5 s, so steps are samples [0,5), [5,10), ...
+	const pushes = 40
+	value := func(i int) uint64 {
+		if i == 22 {
+			return 1000 // a spike
+		}
+		return uint64(i)
+	}
+	for i := range pushes {
+		r.Push(ringAt(i), value(i))
+		if r.Len() > r.Cap() {
+			t.Fatalf("after %d pushes Len %d > Cap %d", i+1, r.Len(), r.Cap())
+		}
+	}
+	w := r.Window()
+	type pt struct {
+		i int
+		v uint64
+	}
+	var got []pt
+	w.Each(func(tm time.Time, v uint64) { got = append(got, pt{int(tm.Sub(ringT0) / time.Second), v}) })
+	// Recent: samples 30..39. Older: the maxima of the four finished steps
+	// [5,10) to [20,25) (the spike at 22), then of [25,30), being filled;
+	// the oldest step is gone.
+	want := []pt{{9, 9}, {14, 14}, {19, 19}, {22, 1000}, {29, 29}}
+	for i := 30; i < pushes; i++ {
+		want = append(want, pt{i, uint64(i)})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("window %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("window %v, want %v", got, want)
+		}
+	}
+	if w.Max() != 1000 {
+		t.Fatalf("Max %d, want the spike's 1000 after it left the recent samples", w.Max())
+	}
+	// Since counts older samples by the time they were taken.
+	if s := w.Since(ringAt(20)); s.Len() != 12 || !s.First().Equal(ringAt(22)) {
+		t.Fatalf("Since(20 s): %d samples from %v, want 12 from %v", s.Len(), s.First(), ringAt(22))
+	}
+	if s := w.Since(ringAt(33)); s.Len() != 7 || s.Max() != 39 {
+		t.Fatalf("Since(33 s): %d samples, max %d; want 7, 39", s.Len(), s.Max())
+	}
+	// Columns wider than a step keep the peak.
+	b := w.Buckets(ringAt(10), ringAt(40), 3)
+	if b[1] != 1000 || b[0] != 19 || b[2] != 39 {
+		t.Fatalf("buckets %v, want [19 1000 39]", b)
+	}
+}
+
+// TestTieredWindowIsUnchangedByLaterPushes: the step being filled is
+// published by value, so a held window does not see it grow.
+func TestTieredWindowIsUnchangedByLaterPushes(t *testing.T) {
+	r := NewTieredRing(3, 10*time.Second, 50)
+	for i := range 5 {
+		r.Push(ringAt(i), uint64(i))
+	}
+	w := r.Window()
+	before := windowValues(w)
+	for i := 5; i < 600; i++ {
+		r.Push(ringAt(i), uint64(1000+i))
+	}
+	if after := windowValues(w); !slices.Equal(before, after) {
+		t.Fatalf("held window changed from %v to %v", before, after)
+	}
+	if r.Window().Len() != r.Cap() {
+		t.Fatalf("full ring: window %d samples, cap %d", r.Window().Len(), r.Cap())
+	}
+}
+
+func TestTieredRingForCoversTheHistory(t *testing.T) {
+	tests := []struct {
+		history, interval, recent time.Duration
+		buckets                   int
+		step                      time.Duration
+		max                       int
+	}{
+		{time.Hour, MinInterval, 10 * time.Minute, 600, 5 * time.Second, 12000 + 1 + 600},
+		{time.Hour, time.Second, 2 * time.Minute, 120, 29 * time.Second, 120 + 1 + 120},
+		// No longer than the recent span: every sample.
+		{time.Minute, time.Second, 2 * time.Minute, 120, 0, 60},
+	}
+	for _, tt := range tests {
+		r := TieredRingFor(tt.history, tt.interval, tt.recent, tt.buckets)
+		if r.Step() != tt.step || r.Cap() != tt.max {
+			t.Errorf("%v at %v: step %v, cap %d; want %v, %d", tt.history, tt.interval, r.Step(), r.Cap(), tt.step, tt.max)
+		}
+		covered := time.Duration(r.recent.capacity)*tt.interval + time.Duration(r.old.capacity)*r.Step()
+		if covered < tt.history {
+			t.Errorf("%v at %v: covers %v", tt.history, tt.interval, covered)
 		}
 	}
 }
