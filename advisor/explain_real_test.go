@@ -1,7 +1,6 @@
 package advisor
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,4 +111,4 @@ func TestExplainFindsNothingInLogsWithoutOOM(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+

@@ -1,0 +1,101 @@
+package advisor
+
+import (
+	"strings"
+	"testing"
+)
+
+// Memory other than the card's is named as such, in the JSON and the text.
+func TestExplainNamesTheMemoryThatRanOut(t *testing.T) {
+	for _, c := range []struct {
+		name, file       string
+		kind, confidence string
+		text             string // a line the text must hold
+	}{
+		{"CPU allocator", "host_cpu_allocator", "host", "", "Host memory (RAM) ran out, not GPU memory"},
+		{"OOM killer", "host_oom_killer_dmesg", "host", "", "process 698405 (python), which held 12.32 GiB of RAM"},
+		{"Killed", "host_killed_shell", "host", "likely", "Likely host memory (RAM) ran out"},
+		{"pinned", "tf_pinned_host", "pinned_host", "", "pinned host memory ran out (RAM locked for GPU transfers, not GPU memory)"},
+		{"Triton", "triton_65536", "gpu_shared_memory", "", "freeing GPU memory or a smaller batch does not help"},
+		{"DeepSpeed", "deepspeed_flushes_peft", "memory_pressure", "", "a warning, not an out-of-memory error"},
+		{"MXNet", "mxnet_error", "gpu", "", "MXNet out of memory on the GPU"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := Explain(readLog(t, "real/"+c.file+".log"))
+			if e.Kind != c.kind || e.Confidence != c.confidence {
+				t.Errorf("kind %q confidence %q, want %q %q", e.Kind, e.Confidence, c.kind, c.confidence)
+			}
+			if txt := strings.Join(strings.Fields(e.Text()), " "); !strings.Contains(txt, c.text) {
+				t.Errorf("text lacks %q:\n%s", c.text, e.Text())
+			}
+		})
+	}
+}
+
+// cuDNN errors are read as a likely out-of-memory only next to a memory
+// hint, with the hint as the reason.
+func TestExplainCuDNNInDisguise(t *testing.T) {
+	tf := "2020-08-18 15:05:06.100000: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 3.77G (4046333952 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n" +
+		"2020-08-18 15:05:07.275936: E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+	e := Explain(tf)
+	if !e.Found || e.Framework != "cudnn" || e.Confidence != "likely" || !strings.Contains(e.Reason, "CUDNN_STATUS_INTERNAL_ERROR") ||
+		!strings.Contains(e.Reason, "out of memory") || e.MessagesFound != 2 {
+		t.Errorf("got found=%v framework=%q confidence=%q reason=%q messages=%d", e.Found, e.Framework, e.Confidence, e.Reason, e.MessagesFound)
+	}
+	if !strings.Contains(e.Text(), "cuDNN error, likely out of memory") {
+		t.Errorf("text:\n%s", e.Text())
+	}
+	usage := "E tensorflow/stream_executor/cuda/cuda_dnn.cc:338] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n" +
+		"E tensorflow/stream_executor/cuda/cuda_dnn.cc:342] Memory usage: 1048576 bytes free, 8589934592 bytes total.\n"
+	e = Explain(usage)
+	if !e.Found || e.Confidence != "likely" || val(e.FreeBytes) != 1048576 || val(e.TotalBytes) != 8589934592 {
+		t.Errorf("got found=%v confidence=%q free=%d total=%d", e.Found, e.Confidence, val(e.FreeBytes), val(e.TotalBytes))
+	}
+	for _, log := range []string{
+		"RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input.\n",
+		"RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED\n",
+	} {
+		if e := Explain(log); e.Found {
+			t.Errorf("found %s in %q: no memory hint", e.Framework, log)
+		}
+	}
+}
+
+// Messages pasted into prose, without a space after the colon.
+func TestExplainNoSpaceAfterColon(t *testing.T) {
+	for _, log := range []string{
+		"I got this error:CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 5.28 GiB already allocated; 1.07 GiB free; 5.30 GiB reserved in total by PyTorch)",
+		"the error message:torch.OutOfMemoryError:CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.79 GiB of which 1.07 GiB is free.",
+		"when running train.py I get the error:Tried to allocate 2.00 GiB (GPU 0; 7.79 GiB total capacity; 5.28 GiB already allocated; 1.07 GiB free; 5.30 GiB reserved in total by PyTorch)",
+	} {
+		e := Explain(log)
+		if !e.Found || val(e.RequestedBytes) != 2<<30 || val(e.TotalBytes) != 8364448809 || val(e.FreeBytes) != 1148903752 {
+			t.Errorf("%q: found=%v requested=%d total=%d free=%d", log, e.Found, val(e.RequestedBytes), val(e.TotalBytes), val(e.FreeBytes))
+		}
+	}
+}
+
+// Words of these messages in ordinary log lines are no message.
+func TestExplainIgnoresLookalikes(t *testing.T) {
+	for _, log := range []string{
+		"Killed 3 stale workers before the restart\n",
+		"INFO the worker was Killed by the scheduler at 12:00\n",
+		"step 137 | loss 0.137 | exit code 0\n",
+		"Resource exhausted errors are retried 3 times\n",
+		"tip: avoid CUDA out of memory errors with a smaller batch\n",
+		"memory allocated 12.3 GiB, reserved 14.0 GiB, total capacity 80 GiB\n",
+		"[WARNING] [stage3.py:1939:step] pytorch allocator cache flushes are rare\n",
+	} {
+		if e := Explain(log); e.Found {
+			t.Errorf("found %s (%s) in %q", e.Framework, e.Kind, log)
+		}
+	}
+}
+
+// A PyTorch message whose closing parenthesis was lost keeps its last fields.
+func TestExplainPyTorchWithoutClosingParenthesis(t *testing.T) {
+	e := Explain("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; 5.28 GiB already allocated; 3.75 MiB free; 5.30 GiB reserved in total by PyTorch\n")
+	if val(e.TotalBytes) != 8364448809 || val(e.FreeBytes) != 3932160 || val(e.ReservedByFrameworkBytes) != 5690831667 {
+		t.Errorf("total=%d free=%d reserved=%d", val(e.TotalBytes), val(e.FreeBytes), val(e.ReservedByFrameworkBytes))
+	}
+}
