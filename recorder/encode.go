@@ -1,6 +1,9 @@
 package recorder
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -26,6 +29,15 @@ type Encoder struct {
 	last map[seriesKey]int64
 	// seen marks the series present in the snapshot being encoded.
 	seen map[seriesKey]bool
+
+	// The keyframe the next delta line refers to (nil: the next line is a
+	// keyframe), its size and its processes' indexes.
+	kf      *Record
+	kfSize  int
+	kfIndex []map[procID]int
+	// minDelta is the smallest delta line since the keyframe, excess the
+	// bytes the delta lines since then took beyond that size.
+	minDelta, excess int
 }
 
 // NewEncoder returns an encoder for a sampler configured with history and
@@ -75,10 +87,56 @@ func SameHeader(a, b Header) bool {
 }
 
 // Reset forgets the series written so far: the next record carries every
-// history sample its snapshot holds (a new file part starts).
-func (e *Encoder) Reset() { clear(e.last) }
+// history sample its snapshot holds (a new file part starts), and is a
+// keyframe.
+func (e *Encoder) Reset() {
+	clear(e.last)
+	e.ForceKey()
+}
 
-// Record returns the record line's value for snap.
+// ForceKey makes the next line a keyframe (after a header line, say).
+func (e *Encoder) ForceKey() { e.kf = nil }
+
+// AppendLine appends the line of snap, newline included, to b: a keyframe
+// or a delta from the last one. key reports which.
+func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key bool, err error) {
+	r := e.Record(snap)
+	if e.kf != nil && sameDevices(e.kf, &r) && !r.T.Before(e.kf.T) && r.T.Sub(e.kf.T) < MaxKeyframeGap {
+		start := len(b)
+		if b, err = appendDelta(b, e.kf, &r, e.kfIndex); err != nil {
+			return nil, false, fmt.Errorf("encoding a line of the recording: %w", err)
+		}
+		n := len(b) - start
+		e.minDelta = min(e.minDelta, n)
+		e.excess += n - e.minDelta
+		// Once the deltas' extra bytes would have paid for a keyframe,
+		// this line becomes one.
+		if e.excess < e.kfSize {
+			return append(b, '\n'), false, nil
+		}
+		b = b[:start]
+	}
+	start := len(b)
+	r.Key = true
+	jb, err := json.Marshal(&r)
+	if err != nil {
+		return nil, false, fmt.Errorf("encoding a line of the recording: %w", err)
+	}
+	b = append(append(b, jb...), '\n')
+	// What the next deltas compare with: the record as a reader decodes
+	// it, without its history samples.
+	for i := range r.Devices {
+		r.Devices[i].H = nil
+		for j := range r.Devices[i].Procs {
+			r.Devices[i].Procs[j].H = nil
+		}
+	}
+	e.kf, e.kfSize, e.kfIndex = &r, len(b)-start, keyIndex(&r)
+	e.minDelta, e.excess = math.MaxInt, 0
+	return b, true, nil
+}
+
+// Record returns the whole record (the keyframe form) of snap.
 func (e *Encoder) Record(snap sampler.Snapshot) Record {
 	r := Record{
 		T: snap.Time, Seq: snap.Seq, Warnings: snap.Warnings, Err: snap.Err,

@@ -1,21 +1,27 @@
 // Package recorder writes Snapshots to a recording: a JSON Lines file (gzip
 // compressed when its name ends in .gz) that `vramtop replay` reads back.
 //
-// The file format, version 1:
+// The file format, version 2:
 //
 //   - Every line is one JSON object, so a line cut short or damaged costs
 //     that line only.
 //   - A header line starts each file and each appended session, and is
 //     written again whenever what it holds changes (a device appears, the
 //     driver changes):
-//     {"format":"vramtop-record","version":1,"created":…,"hostname":…,
+//     {"format":"vramtop-record","version":2,"created":…,"hostname":…,
 //     "source":"nvml","interval":"1s","history":"1h0m0s","devices":[…]}
-//   - Every other line is one snapshot (Record): its time, one entry per
-//     device with the memory values and the processes, and the history
-//     samples that the sampler took since the previous line of the same
-//     device or process. When those are just the one sample the line already
-//     states (the device's used memory at the line's time, the process's
-//     memory at its last poll), they are left out.
+//   - Every other line is one snapshot: a keyframe (Record, "key":true)
+//     holds its time, one entry per device with the memory values and the
+//     processes, and the history samples that the sampler took since the
+//     previous line of the same device or process. When those are just the
+//     one sample the line already states (the device's used memory at the
+//     line's time, the process's memory at its last poll), they are left
+//     out. The lines between keyframes are deltas (Delta): what differs
+//     from the keyframe they name, and their own history samples; see
+//     delta.go.
+//
+// Version 1 wrote every snapshot as a whole Record (without "key"); readers
+// read both.
 //
 // Times are RFC 3339 with nanoseconds for a line's own time, Unix
 // nanoseconds elsewhere; byte counts are integers.
@@ -33,7 +39,7 @@ import (
 // Format and Version identify a recording's header line.
 const (
 	Format  = "vramtop-record"
-	Version = 1
+	Version = 2
 )
 
 // Header describes what stays the same from line to line. A recording has
@@ -56,8 +62,8 @@ type Header struct {
 	History  Duration `json:"history"`
 	// ProcessInterval is the process-list floor, where it is not the
 	// default (vramtop run lists processes every 250 ms).
-	ProcessInterval Duration     `json:"process_interval,omitempty"`
-	Devices         []DeviceInfo `json:"devices"`
+	ProcessInterval Duration `json:"process_interval,omitempty"`
+	Devices         DevInfos `json:"devices"`
 }
 
 // DeviceInfo is the static part of a device.
@@ -72,14 +78,17 @@ type DeviceInfo struct {
 	MIG        *sampler.MIGInfo `json:"mig,omitempty"`
 }
 
-// Record is one snapshot.
+// Record is one snapshot: a keyframe line, or what a delta line stands for.
 type Record struct {
 	T   time.Time `json:"t"`
 	Seq uint64    `json:"seq,omitempty"`
+	// Key marks a keyframe (format 2); lines of format 1 are all whole
+	// records without it.
+	Key bool `json:"key,omitempty"`
 	// Interval is the interval in force when it differs from the header's.
 	Interval Duration `json:"interval,omitempty"`
-	Devices  []DevRec `json:"d"`
-	Warnings []string `json:"w,omitempty"`
+	Devices  DevRecs  `json:"d"`
+	Warnings Strings  `json:"w,omitempty"`
 	Err      string   `json:"err,omitempty"`
 }
 
@@ -100,8 +109,8 @@ type DevRec struct {
 	RecentPeak *uint64 `json:"rp,omitempty"`
 	// H lists the history samples taken since the device's previous line;
 	// nil means just (T, Used).
-	H     *Samples  `json:"h,omitempty"`
-	Procs []ProcRec `json:"p,omitempty"`
+	H     *Samples `json:"h,omitempty"`
+	Procs ProcRecs `json:"p,omitempty"`
 }
 
 // ProcRec is one process on a device in a Record.
@@ -140,23 +149,8 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 	return fmt.Appendf(nil, "[%d,%d]", s.T, s.V), nil
 }
 
-// UnmarshalJSON reads [t, v].
-func (s *Sample) UnmarshalJSON(b []byte) error {
-	var a [2]json.Number
-	if err := json.Unmarshal(b, &a); err != nil {
-		return err
-	}
-	t, err := a[0].Int64()
-	if err != nil {
-		return fmt.Errorf("sample time: %w", err)
-	}
-	var v uint64
-	if _, err := fmt.Sscan(a[1].String(), &v); err != nil {
-		return fmt.Errorf("sample value %q: %w", a[1], err)
-	}
-	s.T, s.V = t, v
-	return nil
-}
+// MarshalJSON writes [[t, v], …].
+func (s Samples) MarshalJSON() ([]byte, error) { return appendSamples(nil, s), nil }
 
 // Duration is a time.Duration written as Go writes durations ("1.5s").
 type Duration time.Duration

@@ -46,7 +46,12 @@ type Options struct {
 	FlushEvery time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Stdout is where Path "-" writes; os.Stdout when nil.
+	Stdout io.Writer
 }
+
+// toStdout reports whether the recording goes to standard output.
+func (o *Options) toStdout() bool { return o.Path == "-" }
 
 // Writer appends Snapshots to a recording. It is not safe for concurrent
 // use.
@@ -55,19 +60,24 @@ type Writer struct {
 	gz   bool
 	enc  *Encoder
 
-	f     *os.File
-	size  int64 // bytes in the file, flushed or counted
-	cw    *countWriter
-	zw    *gzip.Writer
-	bw    *bufio.Writer
-	line  bytes.Buffer
-	hdr   Header
-	hasH  bool
-	dirty bool
-	flush time.Time
-	err   error
+	f    *os.File
+	size int64 // bytes in the file, flushed or counted
+	cw   *countWriter
+	zw   *gzip.Writer
+	bw   *bufio.Writer
+	line bytes.Buffer
+	rec  []byte
+	// member counts the bytes written to the current gzip member.
+	member int
+	hdr    Header
+	hasH   bool
+	dirty  bool
+	flush  time.Time
+	err    error
 	// created: this writer made the file; wrote: it wrote a line to it.
 	created, wrote bool
+	// open: a file (or standard output) is being written.
+	open bool
 }
 
 // Open opens (creating or appending to) the recording at opts.Path. A file
@@ -89,6 +99,9 @@ func Open(opts Options) (*Writer, error) {
 	if opts.MaxSize < 0 {
 		return nil, fmt.Errorf("maximum size %d is negative", opts.MaxSize)
 	}
+	if opts.toStdout() && opts.MaxSize > 0 {
+		return nil, errors.New("a recording to standard output cannot rotate (no --max-size with -o -)")
+	}
 	w := &Writer{opts: opts, gz: strings.HasSuffix(opts.Path, ".gz")}
 	w.enc = NewEncoder(opts.History, opts.Interval, opts.Program)
 	w.enc.processInterval = opts.ProcessInterval
@@ -104,6 +117,17 @@ func (w *Writer) Path() string { return w.opts.Path }
 
 func (w *Writer) openFile() error {
 	path := w.opts.Path
+	if w.opts.toStdout() {
+		out := w.opts.Stdout
+		if out == nil {
+			out = os.Stdout
+		}
+		w.open = true
+		w.cw = &countWriter{w: out, n: &w.size}
+		w.bw = bufio.NewWriterSize(w.cw, 64<<10)
+		w.flush = w.opts.Now()
+		return nil
+	}
 	if err := checkExisting(path, w.gz); err != nil {
 		return err
 	}
@@ -120,7 +144,7 @@ func (w *Writer) openFile() error {
 		f.Close()
 		return fmt.Errorf("%s is not a regular file", path)
 	}
-	w.f, w.size = f, st.Size()
+	w.f, w.size, w.open = f, st.Size(), true
 	w.cw = &countWriter{w: f, n: &w.size}
 	var out io.Writer = w.cw
 	if w.gz {
@@ -198,13 +222,36 @@ func (w *Writer) Write(snap sampler.Snapshot) error {
 		}
 	}
 	h := w.enc.Header(snap, w.opts.Now())
-	if !w.hasH || !SameHeader(h, w.hdr) {
+	newHeader := !w.hasH || !SameHeader(h, w.hdr)
+	if newHeader {
+		w.enc.ForceKey()
+	}
+	line, key, err := w.enc.AppendLine(w.rec[:0], snap)
+	if err != nil {
+		return err
+	}
+	w.rec = line
+	if key && w.zw != nil && w.member > 0 {
+		// Each keyframe starts a gzip member of its own, where a reader
+		// can start decompressing.
+		err := w.bw.Flush()
+		if err == nil {
+			err = w.zw.Close()
+		}
+		if err != nil {
+			w.err = fmt.Errorf("writing %s: %w", w.opts.Path, err)
+			return w.err
+		}
+		w.zw.Reset(w.cw)
+		w.member = 0
+	}
+	if newHeader {
 		if err := w.writeLine(h); err != nil {
 			return err
 		}
 		w.hdr, w.hasH = h, true
 	}
-	if err := w.writeLine(w.enc.Record(snap)); err != nil {
+	if err := w.writeBytes(line); err != nil {
 		return err
 	}
 	// Flush now if waiting for the next line would leave this one
@@ -226,10 +273,15 @@ func (w *Writer) writeLine(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding a line of the recording: %w", err)
 	}
-	if _, err := w.bw.Write(w.line.Bytes()); err != nil {
+	return w.writeBytes(w.line.Bytes())
+}
+
+func (w *Writer) writeBytes(b []byte) error {
+	if _, err := w.bw.Write(b); err != nil {
 		w.err = fmt.Errorf("writing %s: %w", w.opts.Path, err)
 		return w.err
 	}
+	w.member += len(b)
 	w.dirty, w.wrote = true, true
 	return nil
 }
@@ -261,11 +313,11 @@ func (w *Writer) Flush() error {
 
 // Close flushes, ends the gzip stream and closes the file.
 func (w *Writer) Close() error {
-	if w.f == nil {
+	if !w.open {
 		return w.err
 	}
 	err := w.closeFile()
-	if w.created && !w.wrote {
+	if w.created && !w.wrote && !w.opts.toStdout() {
 		// Nothing recorded (the job did not start): leave no empty file.
 		os.Remove(w.opts.Path)
 	}
@@ -282,13 +334,15 @@ func (w *Writer) closeFile() error {
 			err = e
 		}
 	}
-	if e := w.f.Sync(); err == nil && e != nil && !errors.Is(e, os.ErrInvalid) {
-		err = e
+	if w.f != nil {
+		if e := w.f.Sync(); err == nil && e != nil && !errors.Is(e, os.ErrInvalid) {
+			err = e
+		}
+		if e := w.f.Close(); err == nil {
+			err = e
+		}
 	}
-	if e := w.f.Close(); err == nil {
-		err = e
-	}
-	w.f = nil
+	w.f, w.open = nil, false
 	w.dirty = false
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", w.opts.Path, err)

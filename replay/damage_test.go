@@ -236,9 +236,9 @@ func TestRotation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, name)
-			max := int64(64 << 10)
+			max := int64(24 << 10)
 			if strings.HasSuffix(name, ".gz") {
-				max = 8 << 10
+				max = 6 << 10
 			}
 			history := 20 * time.Second
 			want := demoRun(t, path, time.Second, history, 3*time.Minute+30*time.Second, recorder.Options{MaxSize: max, Keep: 3})

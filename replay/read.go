@@ -1,25 +1,45 @@
 // Package replay reads recordings written by the recorder and rebuilds the
 // Snapshot of any recorded moment, history windows included, for `vramtop
 // replay`: printed once as JSON, or played in the live view.
+//
+// Opening a recording is one streaming pass over its files that keeps an
+// index of its lines (time, place in the file, keyframe), not the
+// snapshots: a snapshot is rebuilt when asked for, from the lines of the
+// history window before it. Memory grows with the length of a recording
+// only by the index (about 48 bytes a line), and the time to reach a
+// moment with the history window, not with the length.
 package replay
 
 import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/vramtop/vramtop/recorder"
 )
 
-// maxLine bounds one line of a recording; a longer one is damage.
-const maxLine = 64 << 20
+// Stdin is the name that reads a recording from standard input.
+const Stdin = "-"
+
+// Times outside these bounds are damage (a zeroed or garbled time), never
+// a moment of a recording.
+var (
+	minTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func saneTime(t time.Time) bool { return !t.Before(minTime) && t.Before(maxTime) }
+
+func saneNano(n int64) bool { return n >= minTime.UnixNano() && n < maxTime.UnixNano() }
 
 // Warning is a problem found while reading a recording: a line skipped, a
 // compressed stream cut short.
@@ -36,87 +56,96 @@ func (w Warning) String() string {
 	return fmt.Sprintf("%s: %s", w.File, w.Msg)
 }
 
-// frame is one record with the header in force when it was written.
-type frame struct {
-	hdr  *recorder.Header
-	rec  recorder.Record
-	file int
-	line int
+// entry indexes one snapshot line.
+type entry struct {
+	t    int64  // the line's time, Unix ns
+	seq  uint64 // its sequence number
+	off  int64  // where it starts: in the file, or in its gzip member's data
+	n    uint32 // its length, newline excluded
+	line int32  // its line number in the file
+	mem  int32  // its gzip member (0 for a plain file)
+	hdr  int32  // the header in force, an index into Recording.headers
+	kf   int32  // its keyframe, an index into Recording.keys; -1: a whole record
+	file uint16
+	key  bool // a keyframe
 }
 
-// readFile reads one recording file (plain or gzip, told apart by its
-// first bytes) and returns its frames in file order. Damage costs the
-// damaged lines only; it is reported through warn. Only a file that cannot
-// be read at all, or holds no recording, is an error.
-func readFile(path string, fileIdx int, warn func(Warning)) ([]frame, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	magic := make([]byte, 2)
-	n, _ := io.ReadFull(f, magic)
-	p := &parser{path: path, file: fileIdx, warn: warn}
-	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		// Compressed: read whole, so a damaged part can be skipped to
-		// the next intact one.
-		data, err := io.ReadAll(io.MultiReader(bytes.NewReader(magic), f))
-		if err != nil {
-			return nil, err
-		}
-		p.readGzip(data)
-	} else {
-		// Plain: streamed.
-		if err := p.readLines(io.MultiReader(bytes.NewReader(magic[:n]), f)); err != nil {
-			return nil, err
-		}
-		p.finish()
-	}
-	if len(p.frames) == 0 && !p.sawHeader {
-		return nil, fmt.Errorf("%s is not a vramtop recording", path)
-	}
-	return p.frames, nil
+// loc is where a keyframe line is.
+type loc struct {
+	file uint16
+	mem  int32
+	off  int64
+	n    uint32
+	line int32
 }
 
-type parser struct {
-	path      string
-	file      int
-	warn      func(Warning)
-	line      int
-	hdr       *recorder.Header
+// file is one recording file being read.
+type file struct {
+	name string
+	f    *os.File
+	gz   bool
+	// members are the offsets of the gzip members that read.
+	members []int64
+}
+
+// scanner reads the lines of one file into the index.
+type scanner struct {
+	r       *Recording
+	f       *file
+	fileIdx uint16
+	warn    func(Warning)
+	line    int
+	hdr     int32 // -1: none yet
+	key     int32 // the file's current keyframe; -1: none
+	keyT    int64
+	partial []byte
+	// tooLong: the line being read is past MaxLine; its bytes are dropped.
+	tooLong bool
+	// pstart is where the partial line started.
+	pstart    int64
 	sawHeader bool
-	frames    []frame
-	partial   []byte // a line not yet ended by a newline
+	noHeader  bool // warned about snapshots before any header
+	ctx       context.Context
 }
 
-func (p *parser) warnf(line int, format string, args ...any) {
-	p.warn(Warning{File: p.path, Line: line, Msg: fmt.Sprintf(format, args...)})
+func (p *scanner) warnf(line int, format string, args ...any) {
+	p.warn(Warning{File: p.f.name, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
-// readLines feeds the lines of r to the parser; a last line without a
-// newline stays in p.partial.
-func (p *parser) readLines(r io.Reader) error {
+// readLines feeds the lines of r to the scanner; off is the offset of r's
+// first byte, mem the gzip member. A last line without a newline stays in
+// p.partial.
+func (p *scanner) readLines(r io.Reader, mem int32) error {
 	br := bufio.NewReaderSize(r, 256<<10)
+	var off int64
 	for {
+		if err := p.ctx.Err(); err != nil {
+			return err
+		}
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
-			if len(p.partial)+len(chunk) > maxLine {
+			start := off
+			off += int64(len(chunk))
+			if len(p.partial) == 0 {
+				p.pstart = start
+			}
+			if p.tooLong || len(p.partial)+len(chunk) > recorder.MaxLine+1 {
 				// Keep counting lines, drop the bytes.
+				p.partial = p.partial[:0]
+				p.tooLong = true
 				if chunk[len(chunk)-1] == '\n' {
 					p.line++
-					p.warnf(p.line, "line longer than %d MiB; skipped", maxLine>>20)
-					p.partial = p.partial[:0]
-				} else {
-					p.partial = append(p.partial[:0], 'x') // remember it is damaged
+					p.warnf(p.line, "line longer than %d MiB; skipped", recorder.MaxLine>>20)
+					p.tooLong = false
 				}
 			} else if chunk[len(chunk)-1] == '\n' {
 				p.line++
 				if len(p.partial) > 0 {
 					p.partial = append(p.partial, chunk...)
-					p.parseLine(p.partial)
+					p.parseLine(p.partial, p.pstart, mem)
 					p.partial = p.partial[:0]
 				} else {
-					p.parseLine(chunk)
+					p.parseLine(chunk, start, mem)
 				}
 			} else {
 				p.partial = append(p.partial, chunk...)
@@ -136,55 +165,34 @@ func (p *parser) readLines(r io.Reader) error {
 
 // finish reports a last line that never got its newline: the recording
 // was cut off while writing it.
-func (p *parser) finish() {
-	if len(bytes.TrimSpace(p.partial)) > 0 {
+func (p *scanner) finish() {
+	if p.tooLong || len(bytes.TrimSpace(p.partial)) > 0 {
+		p.tooLong = false
 		p.warnf(p.line+1, "incomplete last line (the recording was cut off); skipped")
 	}
 	p.partial = p.partial[:0]
 }
 
-// readGzip reads gzip members one after another. A member cut short (a
-// recorder killed) yields every line flushed before the cut; a damaged
-// member is skipped up to the next member that reads.
-func (p *parser) readGzip(data []byte) {
-	off := 0
-	for off < len(data) {
-		br := bytes.NewReader(data[off:])
-		zr, err := gzip.NewReader(br)
-		if err == nil {
-			zr.Multistream(false)
-			err = p.readLines(zr)
-			if err == nil {
-				err = zr.Close()
-			}
-		}
-		if err == nil {
-			off = len(data) - br.Len()
-			// The writer ends each member at a line's end; a cut here is
-			// the end of a session that was killed mid-line.
-			p.finish()
-			continue
-		}
-		p.finish()
-		next := bytes.Index(data[off+1:], []byte{0x1f, 0x8b, 0x08})
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF) && next < 0:
-			p.warn(Warning{File: p.path, Msg: fmt.Sprintf("compressed data ends early after line %d (the recording was cut off); read every complete line before that", p.line)})
-		case next < 0:
-			p.warn(Warning{File: p.path, Msg: fmt.Sprintf("compressed data damaged after line %d (%v); the rest of the file is unreadable", p.line, err)})
-		default:
-			p.warn(Warning{File: p.path, Msg: fmt.Sprintf("compressed data damaged after line %d (%v); reading on from the next intact part", p.line, err)})
-		}
-		if next < 0 {
-			return
-		}
-		off += 1 + next
-	}
+// head is what the index needs of a line; decoding only these fields
+// checks that the line is JSON without building what it holds.
+type head struct {
+	Format string    `json:"format"`
+	T      time.Time `json:"t"`
+	Seq    uint64    `json:"seq"`
+	Key    bool      `json:"key"`
+	KF     *int64    `json:"kf"`
 }
 
-func (p *parser) parseLine(line []byte) {
-	line = bytes.TrimSpace(line)
+func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
+	line := bytes.TrimRight(raw, " \t\r\n")
+	lead := len(line)
+	line = bytes.TrimLeft(line, " \t")
+	lead -= len(line)
 	if len(line) == 0 {
+		return
+	}
+	if len(line) > recorder.MaxLine {
+		p.warnf(p.line, "line longer than %d MiB; skipped", recorder.MaxLine>>20)
 		return
 	}
 	if bytes.HasPrefix(line, []byte(`{"format"`)) {
@@ -200,23 +208,51 @@ func (p *parser) parseLine(line []byte) {
 		if h.Version > recorder.Version {
 			p.warnf(p.line, "recording format version %d is newer than this vramtop reads (%d); reading what it knows", h.Version, recorder.Version)
 		}
-		p.hdr, p.sawHeader = &h, true
+		p.r.headers = append(p.r.headers, &h)
+		p.hdr, p.sawHeader = int32(len(p.r.headers)-1), true
+		p.key = -1 // a header starts the keyframes over
 		return
 	}
-	var r recorder.Record
-	if err := json.Unmarshal(line, &r); err != nil {
+	var hd head
+	if err := json.Unmarshal(line, &hd); err != nil {
 		p.warnf(p.line, "damaged line skipped: %v", shortErr(err))
 		return
 	}
-	if r.T.IsZero() {
+	switch {
+	case hd.T.IsZero():
 		p.warnf(p.line, "line without a time skipped")
 		return
+	case !saneTime(hd.T):
+		p.warnf(p.line, "line with the time %s skipped (not a time of a recording)", hd.T.UTC().Format(time.RFC3339))
+		return
 	}
-	if p.hdr == nil {
-		p.warnf(p.line, "snapshot before any header line; device names unknown")
-		p.hdr = &recorder.Header{Format: recorder.Format, Version: recorder.Version}
+	if p.r.zone == nil {
+		p.r.zone = hd.T.Location()
 	}
-	p.frames = append(p.frames, frame{hdr: p.hdr, rec: r, file: p.file, line: p.line})
+	if p.hdr < 0 {
+		if !p.noHeader {
+			p.warnf(p.line, "snapshot before any header line; device names unknown")
+			p.noHeader = true
+		}
+		p.r.headers = append(p.r.headers, &recorder.Header{Format: recorder.Format, Version: recorder.Version})
+		p.hdr = int32(len(p.r.headers) - 1)
+	}
+	e := entry{
+		t: hd.T.UnixNano(), seq: hd.Seq, off: off + int64(lead), n: uint32(len(line)), line: int32(p.line),
+		mem: mem, hdr: p.hdr, kf: -1, file: p.fileIdx, key: hd.Key,
+	}
+	switch {
+	case hd.Key:
+		p.r.keys = append(p.r.keys, loc{file: p.fileIdx, mem: mem, off: e.off, n: e.n, line: e.line})
+		p.key, p.keyT = int32(len(p.r.keys)-1), e.t
+	case hd.KF != nil:
+		if p.key < 0 || *hd.KF != p.keyT {
+			p.warnf(p.line, "line skipped: its keyframe is missing or damaged")
+			return
+		}
+		e.kf = p.key
+	}
+	p.r.lines = append(p.r.lines, e)
 }
 
 func shortErr(err error) string {
@@ -227,38 +263,251 @@ func shortErr(err error) string {
 	return s
 }
 
+// countReader counts the bytes read through it: where a gzip member ends.
+type countReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
+
+// scanGzip reads gzip members one after another. A member cut short (a
+// recorder killed) yields every line flushed before the cut; a damaged
+// member is skipped up to the next member that reads.
+func (p *scanner) scanGzip(size int64) error {
+	off := int64(0)
+	for off < size {
+		cr := &countReader{r: bufio.NewReaderSize(io.NewSectionReader(p.f.f, off, size-off), 64<<10)}
+		zr, err := gzip.NewReader(cr)
+		if err == nil {
+			zr.Multistream(false)
+			mem := int32(len(p.f.members))
+			p.f.members = append(p.f.members, off)
+			err = p.readLines(zr, mem)
+			if err == nil {
+				err = zr.Close()
+			}
+		}
+		if cerr := p.ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err == nil {
+			off += cr.n
+			// The writer ends each member at a line's end; a cut here is
+			// the end of a session that was killed mid-line.
+			p.finish()
+			continue
+		}
+		p.finish()
+		next, serr := findMagic(p.f.f, off+1, size)
+		if serr != nil {
+			return serr
+		}
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) && next < 0:
+			p.warn(Warning{File: p.f.name, Msg: fmt.Sprintf("compressed data ends early after line %d (the recording was cut off); read every complete line before that", p.line)})
+		case next < 0:
+			p.warn(Warning{File: p.f.name, Msg: fmt.Sprintf("compressed data damaged after line %d (%v); the rest of the file is unreadable", p.line, err)})
+		default:
+			p.warn(Warning{File: p.f.name, Msg: fmt.Sprintf("compressed data damaged after line %d (%v); reading on from the next intact part", p.line, err)})
+		}
+		if next < 0 {
+			return nil
+		}
+		off = next
+	}
+	return nil
+}
+
+// findMagic returns the offset of the next gzip header at or after from,
+// or -1.
+func findMagic(f *os.File, from, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for from < size {
+		n, err := f.ReadAt(buf, from)
+		if n == 0 && err != nil {
+			if err == io.EOF {
+				return -1, nil
+			}
+			return -1, err
+		}
+		if i := bytes.Index(buf[:n], gzipMagic); i >= 0 {
+			return from + int64(i), nil
+		}
+		if n < len(gzipMagic) {
+			return -1, nil
+		}
+		from += int64(n - len(gzipMagic) + 1)
+	}
+	return -1, nil
+}
+
+// openFile opens a recording file; Stdin (or a pipe, a FIFO) is copied
+// to an unnamed temporary file first, so that it can be read again.
+func openFile(ctx context.Context, name string) (*os.File, error) {
+	var in *os.File
+	if name == Stdin {
+		in = os.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		in = f
+	}
+	st, err := in.Stat()
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	if st.Mode().IsRegular() {
+		return in, nil
+	}
+	if st.IsDir() {
+		in.Close()
+		return nil, fmt.Errorf("%s is a directory", name)
+	}
+	tmp, err := os.CreateTemp("", "vramtop-replay-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(tmp.Name()) // gone once closed, whatever happens
+	_, err = io.Copy(tmp, ctxReader{ctx, in})
+	if in != os.Stdin {
+		in.Close()
+	}
+	if err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return tmp, nil
+}
+
+// ctxReader stops reading once ctx ends (checked between reads).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// scanFile indexes one recording file. Damage costs the damaged lines
+// only; it is reported through warn. Only a file that cannot be read at
+// all, or holds no recording, is an error.
+func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn func(Warning)) error {
+	osf, err := openFile(ctx, name)
+	if err != nil {
+		return err
+	}
+	display := name
+	if name == Stdin {
+		display = "standard input"
+	}
+	f := &file{name: display, f: osf}
+	r.files = append(r.files, f)
+	st, err := osf.Stat()
+	if err != nil {
+		return err
+	}
+	magic := make([]byte, 2)
+	n, _ := osf.ReadAt(magic, 0)
+	p := &scanner{r: r, f: f, fileIdx: uint16(idx), warn: warn, hdr: -1, key: -1, ctx: ctx}
+	before := len(r.lines)
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		f.gz = true
+		if err := p.scanGzip(st.Size()); err != nil {
+			return err
+		}
+	} else {
+		f.members = []int64{0}
+		if err := p.readLines(io.NewSectionReader(osf, 0, st.Size()), 0); err != nil {
+			return err
+		}
+		p.finish()
+	}
+	if len(r.lines) == before && !p.sawHeader {
+		return fmt.Errorf("%s is not a vramtop recording", display)
+	}
+	return nil
+}
+
 // Load reads the recording files named (parts of one rotated recording, in
-// any order) and returns the recording. Warnings about damaged lines go to
-// warn (nil: dropped). A file that cannot be read, or none that holds a
-// snapshot, is an error.
+// any order; Stdin for standard input) and returns the recording. Warnings
+// about damaged lines go to warn (nil: dropped), while reading and later
+// while snapshots are rebuilt. A file that cannot be read, or none that
+// holds a snapshot, is an error.
 func Load(paths []string, warn func(Warning)) (*Recording, error) {
+	return Open(context.Background(), paths, warn)
+}
+
+// Open is Load that stops when ctx ends.
+func Open(ctx context.Context, paths []string, warn func(Warning)) (*Recording, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no recording named")
+	}
+	if len(paths) > 1<<16 {
+		return nil, errors.New("too many recording files named")
 	}
 	if warn == nil {
 		warn = func(Warning) {}
 	}
-	var all []frame
+	r := &Recording{warn: warn, warned: map[int32]bool{}}
 	for i, path := range paths {
-		fr, err := readFile(path, i, warn)
-		if err != nil {
+		if err := r.scanFile(ctx, path, i, warn); err != nil {
+			r.Close()
 			return nil, err
 		}
-		all = append(all, fr...)
 	}
-	if len(all) == 0 {
+	if len(r.lines) == 0 {
+		r.Close()
 		return nil, fmt.Errorf("%s holds no snapshots", strings.Join(paths, ", "))
 	}
 	// Parts in any order: by time, stable so one file's order is kept.
-	sort.SliceStable(all, func(i, j int) bool { return all[i].rec.T.Before(all[j].rec.T) })
+	slices.SortStableFunc(r.lines, func(a, b entry) int {
+		switch {
+		case a.t < b.t:
+			return -1
+		case a.t > b.t:
+			return 1
+		}
+		return 0
+	})
 	// The same part named twice, or overlapping parts: keep one of each moment.
-	out := all[:1]
-	for _, f := range all[1:] {
+	out := r.lines[:1]
+	for _, e := range r.lines[1:] {
 		last := out[len(out)-1]
-		if f.file != last.file && f.rec.T.Equal(last.rec.T) && f.rec.Seq == last.rec.Seq {
+		if e.file != last.file && e.t == last.t && e.seq == last.seq {
 			continue
 		}
-		out = append(out, f)
+		out = append(out, e)
 	}
-	return build(out), nil
+	r.lines = slices.Clip(out)
+	return r, nil
+}
+
+// Close closes the recording's files.
+func (r *Recording) Close() error {
+	for _, f := range r.files {
+		f.f.Close()
+	}
+	return nil
 }

@@ -1,18 +1,74 @@
 package replay
 
 import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// series is the history of one device or process: every sample the
-// recording holds, in order.
+// Recording is an opened recording: the index of its snapshot lines, from
+// which any snapshot is rebuilt with the history windows the sampler had
+// then. It is safe for concurrent use. Close it when done.
+type Recording struct {
+	files   []*file
+	headers []*recorder.Header
+	keys    []loc
+	lines   []entry
+	warn    func(Warning)
+	// zone is the time zone of the recording's first line, its times are
+	// given in.
+	zone *time.Location
+
+	mu     sync.Mutex
+	warned map[int32]bool // lines reported damaged while rebuilding
+	cur    *cursor
+	seqR   lineReader // reads lines in order
+	keyR   lineReader // reads keyframes
+}
+
+// series is the recent history of one device or process: its last samples,
+// at most twice the window it feeds.
 type series struct {
-	t []int64
-	v []uint64
+	t    []int64
+	v    []uint64
+	seen int // the last line (cursor step) that listed it
+}
+
+func (s *series) push(t int64, v uint64, capacity int) {
+	// A part that starts over (after rotation, or a session appended)
+	// repeats the history it began with.
+	if n := len(s.t); n > 0 && t <= s.t[n-1] {
+		return
+	}
+	if len(s.t) >= 2*capacity && capacity > 0 {
+		k := len(s.t) - capacity + 1
+		s.t = append(s.t[:0], s.t[k:]...)
+		s.v = append(s.v[:0], s.v[k:]...)
+	}
+	s.t = append(s.t, t)
+	s.v = append(s.v, v)
+}
+
+// window returns the last capacity samples.
+func (s *series) window(capacity int) sampler.Window {
+	if s == nil || len(s.t) == 0 {
+		return sampler.Window{}
+	}
+	lo := max(0, len(s.t)-capacity)
+	times := make([]time.Time, len(s.t)-lo)
+	for i := range times {
+		times[i] = time.Unix(0, s.t[lo+i])
+	}
+	return sampler.WindowOf(times, append([]uint64(nil), s.v[lo:]...))
 }
 
 type seriesKey struct {
@@ -22,100 +78,35 @@ type seriesKey struct {
 	proc  bool
 }
 
-// pos says where a device or process of a frame stands in its series: the
-// series holds n samples once the frame is read.
-type pos struct {
-	s *series
-	n int
-}
-
-// Recording is a loaded recording: the snapshots of every recorded moment
-// and the history samples behind their windows. It is read-only once built
-// and safe for concurrent use.
-type Recording struct {
-	frames []frame
-	// devPos[i][j] is device j of frame i; procPos[i][j][k] process k.
-	devPos  [][]pos
-	procPos [][][]pos
-}
-
-func build(frames []frame) *Recording {
-	r := &Recording{
-		frames:  frames,
-		devPos:  make([][]pos, len(frames)),
-		procPos: make([][][]pos, len(frames)),
-	}
-	all := map[seriesKey]*series{}
-	get := func(k seriesKey) *series {
-		s := all[k]
-		if s == nil {
-			s = &series{}
-			all[k] = s
-		}
-		return s
-	}
-	push := func(s *series, h *recorder.Samples, t int64, v uint64, implied bool) {
-		if h != nil {
-			for _, x := range *h {
-				// A part that starts over (after rotation, or a session
-				// appended) repeats the history it began with.
-				if n := len(s.t); n > 0 && x.T <= s.t[n-1] {
-					continue
-				}
-				s.t = append(s.t, x.T)
-				s.v = append(s.v, x.V)
-			}
-			return
-		}
-		if implied && (len(s.t) == 0 || t > s.t[len(s.t)-1]) {
-			s.t = append(s.t, t)
-			s.v = append(s.v, v)
-		}
-	}
-	for i, f := range frames {
-		tn := f.rec.T.UnixNano()
-		r.devPos[i] = make([]pos, len(f.rec.Devices))
-		r.procPos[i] = make([][]pos, len(f.rec.Devices))
-		for j, d := range f.rec.Devices {
-			s := get(seriesKey{dev: d.ID})
-			push(s, d.H, tn, d.Used, true)
-			r.devPos[i][j] = pos{s: s, n: len(s.t)}
-			pp := make([]pos, len(d.Procs))
-			for k, p := range d.Procs {
-				ps := get(seriesKey{dev: d.ID, pid: p.PID, start: p.Start, proc: true})
-				ls := p.LastSeen
-				if ls == 0 {
-					ls = tn
-				}
-				var used uint64
-				if p.Used != nil {
-					used = *p.Used
-				}
-				push(ps, p.H, ls, used, p.Used != nil)
-				pp[k] = pos{s: ps, n: len(ps.t)}
-			}
-			r.procPos[i][j] = pp
-		}
-	}
-	return r
+// cursor is the replay's state after one line: the history of every
+// series and the last record read.
+type cursor struct {
+	i      int // the last line applied
+	step   int
+	series map[seriesKey]*series
+	rec    recorder.Record
+	recIdx int // the line rec is from; -1: none yet
+	kfIdx  int32
+	kf     recorder.Record
 }
 
 // Len returns the number of snapshots.
-func (r *Recording) Len() int { return len(r.frames) }
+func (r *Recording) Len() int { return len(r.lines) }
 
 // Start returns the time of the first snapshot.
-func (r *Recording) Start() time.Time { return r.frames[0].rec.T }
+func (r *Recording) Start() time.Time { return r.Time(0) }
 
 // End returns the time of the last snapshot.
-func (r *Recording) End() time.Time { return r.frames[len(r.frames)-1].rec.T }
+func (r *Recording) End() time.Time { return r.Time(len(r.lines) - 1) }
 
 // Time returns the time of snapshot i.
-func (r *Recording) Time(i int) time.Time { return r.frames[i].rec.T }
+func (r *Recording) Time(i int) time.Time { return time.Unix(0, r.lines[i].t).In(r.zone) }
 
 // Index returns the snapshot in force at t: the last one at or before t
 // (the first one when t is before the recording).
 func (r *Recording) Index(t time.Time) int {
-	i := sort.Search(len(r.frames), func(i int) bool { return r.frames[i].rec.T.After(t) })
+	tn := t.UnixNano()
+	i := sort.Search(len(r.lines), func(i int) bool { return r.lines[i].t > tn })
 	if i == 0 {
 		return 0
 	}
@@ -129,36 +120,182 @@ func (r *Recording) At(t time.Time) (sampler.Snapshot, bool) {
 	return r.Snapshot(r.Index(t)), in
 }
 
-// window returns the last capacity samples of the series as of pos.
-func (p pos) window(capacity int) sampler.Window {
-	lo := max(0, p.n-capacity)
-	if lo == p.n {
-		return sampler.Window{}
+// config is the sampler configuration a header states.
+func config(h *recorder.Header) (interval, history time.Duration, devCap, procCap int) {
+	interval, history = time.Duration(h.Interval), time.Duration(h.History)
+	if history <= 0 {
+		history = sampler.DefaultHistory
 	}
-	times := make([]time.Time, p.n-lo)
-	for i := range times {
-		times[i] = time.Unix(0, p.s.t[lo+i])
+	if interval <= 0 {
+		interval = sampler.DefaultInterval
 	}
-	return sampler.WindowOf(times, p.s.v[lo:p.n])
+	return interval, history, recorder.DeviceRingCap(history, interval),
+		recorder.ProcessRingCap(history, interval, time.Duration(h.ProcessInterval))
+}
+
+// from returns the line to start rebuilding snapshot i from: far enough
+// back that every history window of line i is complete. Each line adds a
+// sample to each device's history, so a device window needs at most its
+// capacity in lines; a process window spans at most the history (with a
+// margin for late samples) in time.
+func (r *Recording) from(i int) int {
+	_, history, devCap, _ := config(r.headers[r.lines[i].hdr])
+	byCount := i - devCap
+	t := r.lines[i].t - int64(history+history/4)
+	byTime := sort.Search(len(r.lines), func(j int) bool { return r.lines[j].t >= t })
+	return max(0, min(byCount, byTime))
 }
 
 // Snapshot rebuilds snapshot i as the sampler published it, its history
 // windows holding what the sampler's rings held at that moment.
 func (r *Recording) Snapshot(i int) sampler.Snapshot {
-	f := r.frames[i]
-	h, rec := f.hdr, f.rec
-	interval := time.Duration(h.Interval)
-	history := time.Duration(h.History)
-	if history == 0 {
-		history = sampler.DefaultHistory
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := r.from(i)
+	c := r.cur
+	if c == nil || c.i > i || i-c.i > i-start {
+		c = &cursor{i: start - 1, series: map[seriesKey]*series{}, recIdx: -1, kfIdx: -1}
+		r.cur = c
 	}
-	if interval == 0 {
-		interval = sampler.DefaultInterval
+	for c.i < i {
+		c.i++
+		r.apply(c, c.i)
 	}
-	devCap := recorder.DeviceRingCap(history, interval)
-	procCap := recorder.ProcessRingCap(history, interval, time.Duration(h.ProcessInterval))
+	if c.recIdx < 0 {
+		// Every line up to i is damaged: what line i says is unknown.
+		return sampler.Snapshot{Time: r.Time(i)}
+	}
+	return r.snapshot(c, c.recIdx)
+}
+
+// apply reads line j into the cursor.
+func (r *Recording) apply(c *cursor, j int) {
+	e := r.lines[j]
+	rec, err := r.decode(c, e)
+	if err == nil {
+		err = checkTimes(&rec)
+	}
+	if err != nil {
+		if !r.warned[int32(j)] && len(r.warned) < 1<<16 {
+			r.warned[int32(j)] = true
+			r.warn(Warning{File: r.files[e.file].name, Line: int(e.line), Msg: "damaged line skipped: " + shortErr(err)})
+		}
+		return
+	}
+	_, _, devCap, procCap := config(r.headers[e.hdr])
+	c.step++
+	get := func(k seriesKey) *series {
+		s := c.series[k]
+		if s == nil {
+			s = &series{}
+			c.series[k] = s
+		}
+		s.seen = c.step
+		return s
+	}
+	push := func(s *series, h *recorder.Samples, t int64, v uint64, implied bool, capacity int) {
+		if h != nil {
+			for _, x := range *h {
+				s.push(x.T, x.V, capacity)
+			}
+			return
+		}
+		if implied {
+			s.push(t, v, capacity)
+		}
+	}
+	tn := e.t
+	for _, d := range rec.Devices {
+		push(get(seriesKey{dev: d.ID}), d.H, tn, d.Used, true, devCap)
+		for _, p := range d.Procs {
+			ls := p.LastSeen
+			if ls == 0 {
+				ls = tn
+			}
+			var used uint64
+			if p.Used != nil {
+				used = *p.Used
+			}
+			push(get(seriesKey{dev: d.ID, pid: p.PID, start: p.Start, proc: true}), p.H, ls, used, p.Used != nil, procCap)
+		}
+	}
+	// A series this line does not list has left the sampler too; if it
+	// comes back, its line carries its whole window again.
+	for k, s := range c.series {
+		if s.seen != c.step {
+			delete(c.series, k)
+		}
+	}
+	c.rec, c.recIdx = rec, j
+}
+
+// decode reads and decodes line e: a whole record, or a delta expanded
+// against its keyframe.
+func (r *Recording) decode(c *cursor, e entry) (recorder.Record, error) {
+	b, err := r.seqR.read(r.files[e.file], e.mem, e.off, e.n)
+	if err != nil {
+		return recorder.Record{}, err
+	}
+	if e.kf < 0 {
+		var rec recorder.Record
+		err := json.Unmarshal(b, &rec)
+		return rec, err
+	}
+	if c.kfIdx != e.kf {
+		k := r.keys[e.kf]
+		kb, err := r.keyR.read(r.files[k.file], k.mem, k.off, k.n)
+		if err != nil {
+			return recorder.Record{}, err
+		}
+		var kf recorder.Record
+		if err := json.Unmarshal(kb, &kf); err != nil {
+			return recorder.Record{}, fmt.Errorf("its keyframe (line %d) is damaged: %v", k.line, err)
+		}
+		c.kf, c.kfIdx = kf, e.kf
+	}
+	var d recorder.Delta
+	if err := json.Unmarshal(b, &d); err != nil {
+		return recorder.Record{}, err
+	}
+	return recorder.Expand(&c.kf, &d)
+}
+
+// checkTimes refuses a record holding a time no recording has (a zeroed
+// or garbled one), so no consumer sees it.
+func checkTimes(rec *recorder.Record) error {
+	bad := func(n int64) bool { return n != 0 && !saneNano(n) }
+	for _, d := range rec.Devices {
+		if d.H != nil {
+			for _, s := range *d.H {
+				if !saneNano(s.T) {
+					return fmt.Errorf("device %s: a history sample at %d ns is not a time of a recording", d.ID, s.T)
+				}
+			}
+		}
+		for _, p := range d.Procs {
+			if bad(p.Start) || bad(p.FirstSeen) || bad(p.LastSeen) {
+				return fmt.Errorf("process %d: its start, first or last seen time is not a time of a recording", p.PID)
+			}
+			if p.H != nil {
+				for _, s := range *p.H {
+					if !saneNano(s.T) {
+						return fmt.Errorf("process %d: a history sample at %d ns is not a time of a recording", p.PID, s.T)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// snapshot builds the Snapshot of line i from the cursor's record and
+// series.
+func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
+	e := r.lines[i]
+	h, rec := r.headers[e.hdr], c.rec
+	interval, _, devCap, procCap := config(h)
 	snap := sampler.Snapshot{
-		Time: rec.T, Hostname: h.Hostname, DriverVersion: h.DriverVersion,
+		Time: r.Time(i), Hostname: h.Hostname, DriverVersion: h.DriverVersion,
 		NVMLVersion: h.NVMLVersion, CUDAVersion: h.CUDAVersion,
 		Source: h.Source, Demo: h.Demo, Interval: interval,
 		Warnings: rec.Warnings, Err: rec.Err, Seq: rec.Seq,
@@ -171,7 +308,7 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 	for _, d := range h.Devices {
 		info[d.ID] = d
 	}
-	tn := rec.T.UnixNano()
+	tn := e.t
 	for j, d := range rec.Devices {
 		di, ok := info[d.ID]
 		if !ok {
@@ -183,7 +320,7 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 			MemoryTotal: d.Total, MemoryUsed: d.Used, MemoryFree: d.Free,
 			MemoryReserved: d.Res, Unattributed: d.Unatt, UtilizationPercent: d.Util,
 			TemperatureC: d.Temp, PowerWatts: d.Power, Err: d.Err,
-			History:   r.devPos[i][j].window(devCap),
+			History:   c.series[seriesKey{dev: d.ID}].window(devCap),
 			Processes: make([]sampler.Process, len(d.Procs)),
 		}
 		dev.PeakUsed = dev.History.Max()
@@ -202,10 +339,55 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 				StartTime: recorder.FromUnixNano(p.Start), UtilizationPercent: p.Util,
 				FirstSeen: recorder.FromUnixNano(p.FirstSeen), LastSeen: time.Unix(0, ls),
 				PeakBytes: p.Peak, Exited: p.Exited,
-				History: r.procPos[i][j][k].window(procCap),
+				History: c.series[seriesKey{dev: d.ID, pid: p.PID, start: p.Start, proc: true}].window(procCap),
 			}
 		}
 		snap.Devices[j] = dev
 	}
 	return snap
+}
+
+// lineReader reads lines of a recording by their place, keeping a gzip
+// member open between reads that move forward through it.
+type lineReader struct {
+	f   *file
+	mem int32
+	pos int64 // decompressed bytes read from the member
+	zr  *gzip.Reader
+	buf []byte
+}
+
+func (l *lineReader) read(f *file, mem int32, off int64, n uint32) ([]byte, error) {
+	if cap(l.buf) < int(n) {
+		l.buf = make([]byte, n)
+	}
+	b := l.buf[:n]
+	if !f.gz {
+		_, err := f.f.ReadAt(b, off)
+		return b, err
+	}
+	if l.zr == nil || l.f != f || l.mem != mem || l.pos > off {
+		start := f.members[mem]
+		st, err := f.f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(f.f, start, st.Size()-start), 64<<10)
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		zr.Multistream(false)
+		l.f, l.mem, l.pos, l.zr = f, mem, 0, zr
+	}
+	if _, err := io.CopyN(io.Discard, l.zr, off-l.pos); err != nil {
+		l.zr = nil
+		return nil, errors.New("compressed data no longer reads")
+	}
+	if _, err := io.ReadFull(l.zr, b); err != nil {
+		l.zr = nil
+		return nil, errors.New("compressed data no longer reads")
+	}
+	l.pos = off + int64(n)
+	return b, nil
 }

@@ -1,0 +1,567 @@
+package recorder
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Format version 2 writes most snapshots as deltas: a keyframe line holds a
+// whole Record (as version 1 writes every line) and the lines after it
+// state only what differs from that keyframe:
+//
+//	{"t":…,"seq":…,"key":true,"d":[…]}           a keyframe
+//	{"t":…,"seq":…,"kf":KEYFRAME_UNIX_NS,"dd":[…]} a delta line
+//
+// A delta line names its keyframe by the keyframe's time and depends on no
+// other line, so a line lost or damaged costs that line only (a keyframe
+// lost costs the lines up to the next keyframe). Its "dd" lists the
+// devices that differ, each as {"i":INDEX_IN_KEYFRAME, changed fields…,
+// "clr":[fields now absent], "dp":[processes that differ or are new],
+// "gone":[indexes of the keyframe's processes no longer listed],
+// "ord":[order of the processes, when it is not the keyframe's with new
+// ones at the end]}. A process that differs is {"i":INDEX, changed
+// fields…, "clr":[…]}; a new one is a whole ProcRec with "n":true. Devices
+// and processes left out are as in the keyframe. History samples ("h") are
+// never inherited: a line states its own, as in version 1 (left out: the
+// one sample the line's values imply).
+//
+// A keyframe is written after every header line, when the devices listed
+// change, at least every MaxKeyframeGap, and when the deltas have grown
+// enough that their extra bytes since the keyframe would have paid for a
+// new one.
+
+// MaxKeyframeGap is the longest time between two keyframes.
+const MaxKeyframeGap = 10 * time.Minute
+
+// Delta is a delta line as read: the keyframe it refers to and the devices
+// that differ, kept raw until applied to the keyframe by Expand.
+type Delta struct {
+	T        time.Time `json:"t"`
+	Seq      uint64    `json:"seq,omitempty"`
+	Key      int64     `json:"kf"`
+	Interval Duration  `json:"interval,omitempty"`
+	Devices  DevDeltas `json:"dd"`
+	Warnings Strings   `json:"w,omitempty"`
+	Err      string    `json:"err,omitempty"`
+}
+
+// DevDelta is one device of a delta line.
+type DevDelta struct {
+	I     int        `json:"i"`
+	Clear Strings    `json:"clr"`
+	Procs ProcDeltas `json:"dp"`
+	Gone  Ints       `json:"gone"`
+	Order Ints       `json:"ord"`
+	raw   []byte
+}
+
+// ProcDelta is one process of a DevDelta.
+type ProcDelta struct {
+	I     int     `json:"i"`
+	New   bool    `json:"n"`
+	Clear Strings `json:"clr"`
+	raw   []byte
+}
+
+// UnmarshalJSON keeps the raw object for Expand.
+func (d *DevDelta) UnmarshalJSON(b []byte) error {
+	type plain DevDelta
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*d = DevDelta(p)
+	d.raw = b
+	return nil
+}
+
+// UnmarshalJSON keeps the raw object for Expand.
+func (d *ProcDelta) UnmarshalJSON(b []byte) error {
+	type plain ProcDelta
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*d = ProcDelta(p)
+	d.raw = b
+	return nil
+}
+
+// Expand applies the delta line d to its keyframe kf and returns the whole
+// Record d stands for. kf is not modified.
+func Expand(kf *Record, d *Delta) (Record, error) {
+	r := Record{T: d.T, Seq: d.Seq, Interval: d.Interval, Warnings: d.Warnings, Err: d.Err,
+		Devices: make([]DevRec, len(kf.Devices))}
+	for i, dev := range kf.Devices {
+		dev.H = nil
+		r.Devices[i] = dev
+	}
+	done := make([]bool, len(kf.Devices))
+	for _, dd := range d.Devices {
+		if dd.I < 0 || dd.I >= len(kf.Devices) || done[dd.I] {
+			return Record{}, errorf("device index %d is not one of the keyframe's %d", dd.I, len(kf.Devices))
+		}
+		done[dd.I] = true
+		dev, err := expandDev(&kf.Devices[dd.I], &dd)
+		if err != nil {
+			return Record{}, err
+		}
+		r.Devices[dd.I] = dev
+	}
+	return r, nil
+}
+
+func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
+	dev := cloneDev(kf)
+	if err := overlay(&dev, dd.raw, dd.Clear, devFields); err != nil {
+		return DevRec{}, err
+	}
+	gone := make([]bool, len(kf.Procs))
+	for _, g := range dd.Gone {
+		if g < 0 || g >= len(kf.Procs) {
+			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", g, len(kf.Procs))
+		}
+		gone[g] = true
+	}
+	procs := make([]ProcRec, len(kf.Procs))
+	for i := range kf.Procs {
+		procs[i] = kf.Procs[i]
+		procs[i].H = nil
+	}
+	var added []ProcRec
+	for _, pd := range dd.Procs {
+		if pd.New {
+			var p ProcRec
+			if err := json.Unmarshal(pd.raw, &p); err != nil {
+				return DevRec{}, err
+			}
+			added = append(added, p)
+			continue
+		}
+		if pd.I < 0 || pd.I >= len(kf.Procs) || gone[pd.I] {
+			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", pd.I, len(kf.Procs))
+		}
+		p := cloneProc(&kf.Procs[pd.I])
+		if err := overlay(&p, pd.raw, pd.Clear, procFields); err != nil {
+			return DevRec{}, err
+		}
+		procs[pd.I] = p
+	}
+	list := make([]ProcRec, 0, len(procs)+len(added))
+	for i, p := range procs {
+		if !gone[i] {
+			list = append(list, p)
+		}
+	}
+	list = append(list, added...)
+	if len(dd.Order) > 0 {
+		if len(dd.Order) != len(list) {
+			return DevRec{}, errorf("process order lists %d of %d processes", len(dd.Order), len(list))
+		}
+		ordered := make([]ProcRec, len(list))
+		used := make([]bool, len(list))
+		for k, j := range dd.Order {
+			if j < 0 || j >= len(list) || used[j] {
+				return DevRec{}, errorf("process order is not a permutation")
+			}
+			used[j] = true
+			ordered[k] = list[j]
+		}
+		list = ordered
+	}
+	if len(list) == 0 {
+		list = nil
+	}
+	dev.Procs = list
+	return dev, nil
+}
+
+// overlay decodes the fields present in raw over *v and zeroes those named
+// in clear.
+func overlay[T any](v *T, raw []byte, clear []string, fs fieldSet) error {
+	rv := reflect.ValueOf(v).Elem()
+	for _, name := range clear {
+		f, ok := fs.byTag[name]
+		if !ok {
+			return errorf("unknown field %q to clear", name)
+		}
+		fv := rv.Field(f)
+		fv.Set(reflect.Zero(fv.Type()))
+	}
+	return json.Unmarshal(raw, v)
+}
+
+func cloneDev(d *DevRec) DevRec {
+	c := *d
+	c.Res, c.Unatt, c.Util = clonePtr(d.Res), clonePtr(d.Unatt), clonePtr(d.Util)
+	c.Temp, c.Power, c.RecentPeak = clonePtr(d.Temp), clonePtr(d.Power), clonePtr(d.RecentPeak)
+	c.H, c.Procs = nil, nil
+	return c
+}
+
+func cloneProc(p *ProcRec) ProcRec {
+	c := *p
+	c.UID, c.Used, c.Util = clonePtr(p.UID), clonePtr(p.Used), clonePtr(p.Util)
+	c.H = nil
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// fieldSet lists the fields of a struct that a delta compares, by their
+// JSON names.
+type fieldSet struct {
+	idx   []int
+	tags  []string
+	byTag map[string]int
+}
+
+func fieldsOf(t reflect.Type, skip ...string) fieldSet {
+	fs := fieldSet{byTag: map[string]int{}}
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == "" || tag == "-" || contains(skip, tag) {
+			continue
+		}
+		fs.idx = append(fs.idx, i)
+		fs.tags = append(fs.tags, tag)
+		fs.byTag[tag] = i
+	}
+	return fs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// The identity fields (id, pid, st) and the lists are not compared.
+	devFields  = fieldsOf(reflect.TypeFor[DevRec](), "id", "h", "p")
+	procFields = fieldsOf(reflect.TypeFor[ProcRec](), "pid", "st", "h")
+)
+
+// appendDiff appends `,"tag":value` for each field of cur that differs from
+// kf, and returns the names of those now absent (omitted as empty).
+func appendDiff(b []byte, kf, cur reflect.Value, fs fieldSet, clr []string) ([]byte, []string, error) {
+	for k, i := range fs.idx {
+		a, c := kf.Field(i), cur.Field(i)
+		if equalValue(a, c) {
+			continue
+		}
+		if c.IsZero() {
+			clr = append(clr, fs.tags[k])
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, fs.tags[k]...)
+		b = append(b, '"', ':')
+		var err error
+		if b, err = appendValue(b, c); err != nil {
+			return nil, nil, err
+		}
+	}
+	return b, clr, nil
+}
+
+func equalValue(a, b reflect.Value) bool {
+	if a.Kind() == reflect.Pointer {
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		a, b = a.Elem(), b.Elem()
+	}
+	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return a.Int() == b.Int()
+	case reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return a.Uint() == b.Uint()
+	case reflect.Float64:
+		return a.Float() == b.Float()
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+func appendValue(b []byte, v reflect.Value) ([]byte, error) {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		return strconv.AppendBool(b, v.Bool()), nil
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return strconv.AppendInt(b, v.Int(), 10), nil
+	case reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return strconv.AppendUint(b, v.Uint(), 10), nil
+	}
+	j, err := json.Marshal(v.Interface())
+	return append(b, j...), err
+}
+
+// appendStrings appends ,"name":["a","b"] when list is not empty.
+func appendStrings(b []byte, name string, list []string) []byte {
+	if len(list) == 0 {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, s) // field names: plain ASCII
+	}
+	return append(b, ']')
+}
+
+func appendInts(b []byte, name string, list []int) []byte {
+	if len(list) == 0 {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, n := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, ']')
+}
+
+// procID identifies a process on a device across lines.
+type procID struct {
+	pid   uint32
+	start int64
+}
+
+// appendDelta appends the delta line of r relative to the keyframe kf
+// (whose devices have the same IDs in the same order), without its
+// newline.
+func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, error) {
+	b = append(b, `{"t":`...)
+	tb, err := r.T.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, tb...)
+	if r.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendUint(b, r.Seq, 10)
+	}
+	b = append(b, `,"kf":`...)
+	b = strconv.AppendInt(b, kf.T.UnixNano(), 10)
+	if r.Interval != 0 {
+		b = append(b, `,"interval":`...)
+		ib, _ := r.Interval.MarshalJSON()
+		b = append(b, ib...)
+	}
+	b = append(b, `,"dd":[`...)
+	n := 0
+	var clr []string
+	for i := range r.Devices {
+		cur, key := &r.Devices[i], &kf.Devices[i]
+		start := len(b)
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"i":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		mark := len(b)
+		clr = clr[:0]
+		if b, clr, err = appendDiff(b, reflect.ValueOf(key).Elem(), reflect.ValueOf(cur).Elem(), devFields, clr); err != nil {
+			return nil, err
+		}
+		b = appendStrings(b, "clr", clr)
+		if cur.H != nil {
+			b = append(b, `,"h":`...)
+			b = appendSamples(b, *cur.H)
+		}
+		if b, err = appendProcDeltas(b, key, cur, kfIndex[i]); err != nil {
+			return nil, err
+		}
+		if len(b) == mark {
+			b = b[:start] // the device is as in the keyframe
+			continue
+		}
+		b = append(b, '}')
+		n++
+	}
+	b = append(b, ']')
+	if len(r.Warnings) > 0 {
+		b = append(b, `,"w":`...)
+		wb, err := json.Marshal(r.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, wb...)
+	}
+	if r.Err != "" {
+		b = append(b, `,"err":`...)
+		eb, err := json.Marshal(r.Err)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, eb...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendProcDeltas appends the "dp", "gone" and "ord" of a device.
+func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int) ([]byte, error) {
+	present := make([]bool, len(key.Procs))
+	// pos[k] is where process k of cur stands in the list the reader
+	// rebuilds: the keyframe's processes still listed, then the new ones.
+	pos := make([]int, len(cur.Procs))
+	var clr []string
+	wrote := false
+	var newOnes []int
+	for k := range cur.Procs {
+		p := &cur.Procs[k]
+		j, ok := index[procID{p.PID, p.Start}]
+		if !ok || present[j] {
+			newOnes = append(newOnes, k)
+			pos[k] = -1
+			continue
+		}
+		present[j] = true
+		pos[k] = j
+		start := len(b)
+		if wrote {
+			b = append(b, ',')
+		} else {
+			b = append(b, `,"dp":[`...)
+		}
+		b = append(b, `{"i":`...)
+		b = strconv.AppendInt(b, int64(j), 10)
+		mark := len(b)
+		clr = clr[:0]
+		var err error
+		if b, clr, err = appendDiff(b, reflect.ValueOf(&key.Procs[j]).Elem(), reflect.ValueOf(p).Elem(), procFields, clr); err != nil {
+			return nil, err
+		}
+		b = appendStrings(b, "clr", clr)
+		if p.H != nil {
+			b = append(b, `,"h":`...)
+			b = appendSamples(b, *p.H)
+		}
+		if len(b) == mark {
+			b = b[:start]
+			continue
+		}
+		b = append(b, '}')
+		wrote = true
+	}
+	for _, k := range newOnes {
+		if wrote {
+			b = append(b, ',')
+		} else {
+			b = append(b, `,"dp":[`...)
+		}
+		wrote = true
+		pb, err := json.Marshal(&cur.Procs[k])
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `{"n":true,`...)
+		b = append(b, pb[1:]...)
+	}
+	if wrote {
+		b = append(b, ']')
+	}
+	// Where the kept processes land once the gone ones are dropped.
+	var gone []int
+	shift := make([]int, len(key.Procs))
+	kept := 0
+	for j, ok := range present {
+		if !ok {
+			gone = append(gone, j)
+			continue
+		}
+		shift[j] = kept
+		kept++
+	}
+	b = appendInts(b, "gone", gone)
+	order := make([]int, len(cur.Procs))
+	natural := true
+	next := kept
+	for k := range cur.Procs {
+		if pos[k] < 0 {
+			order[k] = next
+			next++
+		} else {
+			order[k] = shift[pos[k]]
+		}
+		if order[k] != k {
+			natural = false
+		}
+	}
+	if !natural {
+		b = appendInts(b, "ord", order)
+	}
+	return b, nil
+}
+
+// appendSamples appends [[t,v],…].
+func appendSamples(b []byte, s Samples) []byte {
+	b = append(b, '[')
+	for i, x := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, x.T, 10)
+		b = append(b, ',')
+		b = strconv.AppendUint(b, x.V, 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
+// keyIndex maps each device's processes of a keyframe to their indexes.
+func keyIndex(kf *Record) []map[procID]int {
+	out := make([]map[procID]int, len(kf.Devices))
+	for i, d := range kf.Devices {
+		m := make(map[procID]int, len(d.Procs))
+		for j, p := range d.Procs {
+			if _, dup := m[procID{p.PID, p.Start}]; !dup {
+				m[procID{p.PID, p.Start}] = j
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// sameDevices reports whether a and b list the same device IDs in the same
+// order.
+func sameDevices(a, b *Record) bool {
+	if len(a.Devices) != len(b.Devices) {
+		return false
+	}
+	for i := range a.Devices {
+		if a.Devices[i].ID != b.Devices[i].ID {
+			return false
+		}
+	}
+	return true
+}
