@@ -173,5 +173,5 @@ var (
 	errNoPidfd = errors.New("pidfd not supported")
 	// errUnsupported: the check that the PID still is the process shown
 	// reads Linux's /proc.
-	errUnsupported = errors.New("signalling a process is not supported on this system")
+	errUnsupported = fmt.Errorf("signalling a process is not supported on this system: %w", errors.ErrUnsupported)
 )

@@ -6,82 +6,59 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// render is the whole screen as a string: a pure function of the model.
-func (m *Model) render() string {
-	if m.width <= 0 || m.height <= 0 {
-		return ""
-	}
-	if mw, mh := m.minSize(); m.width < mw || m.height < mh {
-		msg := fmt.Sprintf("terminal too small (need %d×%d)", mw, mh)
-		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, clampLines(msg, m.width, 1))
-	}
-	if m.showHelp {
-		return padLines(clampLines(m.helpView(), m.width, m.height), m.height)
-	}
-	parts := []string{m.headerView()}
-	if b := m.bannerView(); b != "" {
-		parts = append(parts, b)
-	}
-	parts = append(parts, m.bodyView())
-	// The footer sits on the last line.
-	body := padLines(clampLines(strings.Join(parts, "\n"), m.width, m.height-1), m.height-1)
-	return body + "\n" + m.footerView()
+// The chrome around the panes: the header line, the banners and the footer.
+// Each is a component the root fills in with what it shows.
+
+// headerState is what the header says.
+type headerState struct {
+	title        string // "vramtop test", "vramtop fleet"
+	snap         sampler.Snapshot
+	have         bool
+	fleet        bool
+	hosts        int
+	host         string
+	interval     time.Duration // 0 hides it (a replay)
+	replay       bool
+	replayStatus string
+	paused       bool
+	stale        bool
+	arrived      time.Time // of the last snapshot
+	ended        bool
 }
 
-// padLines adds empty lines to s up to h lines.
-func padLines(s string, h int) string {
-	if n := lipgloss.Height(s); n < h {
-		s += strings.Repeat("\n", h-n)
-	}
-	return s
+// headerBar is the top line.
+type headerBar struct {
+	st    Styles
+	width int
+	s     headerState
 }
 
-func (m *Model) bodyView() string {
-	if !m.have {
-		msg := "waiting for the first sample…"
-		if m.ended {
-			msg = "the source ended before its first sample"
-		}
-		return m.st.Dim.Render("  " + msg)
-	}
-	switch {
-	case m.screen == screenDetail:
-		return m.detail.View()
-	case m.fleet && m.host == "":
-		return m.hosts.View()
-	}
-	g := m.gpus.View()
-	p := m.procs.View()
-	if p == "" {
-		return g
-	}
-	return g + "\n" + p
-}
+func (h *headerBar) Update(tea.Msg) tea.Cmd  { return nil }
+func (h *headerBar) SetSize(w, _ int)        { h.width = w }
+func (h *headerBar) Bindings() []key.Binding { return nil }
 
-// headerView is one line: what is shown, from where, and the badges that
-// say whether it is live. When it does not fit, the least useful parts go
+// View is one line: what is shown, from where, and the badges that say
+// whether it is live. When it does not fit, the least useful parts go
 // first (driver, interval, host); the badges and the time stay.
-func (m *Model) headerView() string {
-	s := m.snap
-	title := m.title()
-	if m.opts.Version != "" && m.opts.Title == "" {
-		title += " " + m.opts.Version
-	}
+func (h *headerBar) View() string {
+	st, hs, width := h.st, h.s, h.width
+	s := hs.snap
 	type part struct {
 		text string
 		keep int // higher stays longer
 	}
-	parts := []part{{m.st.Title.Render(title), 9}}
-	if m.fleet {
-		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", len(m.hosts.hosts)), 5})
-		if m.host != "" {
-			parts = append(parts, part{"host " + m.st.Accent.Render(m.host), 7})
+	parts := []part{{st.Title.Render(hs.title), 9}}
+	if hs.fleet {
+		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", hs.hosts), 5})
+		if hs.host != "" {
+			parts = append(parts, part{"host " + st.Accent.Render(hs.host), 7})
 		}
 	} else if s.Hostname != "" {
 		parts = append(parts, part{s.Hostname, 6})
@@ -93,39 +70,39 @@ func (m *Model) headerView() string {
 		}
 		parts = append(parts, part{d, 2})
 	}
-	if m.interval > 0 && m.opts.Replay == nil {
-		parts = append(parts, part{"every " + m.interval.String(), 4})
+	if hs.interval > 0 {
+		parts = append(parts, part{"every " + hs.interval.String(), 4})
 	}
-	if m.have {
+	if hs.have {
 		parts = append(parts, part{s.Time.Format("15:04:05"), 8})
 	}
 	var badges []string
 	if s.Demo {
-		badges = append(badges, m.st.Badge.Render(" DEMO "))
+		badges = append(badges, st.Badge.Render(" DEMO "))
 	}
-	if m.opts.Replay != nil {
-		badges = append(badges, m.st.Badge.Render(" REPLAY ")+" "+m.replayStatus)
+	if hs.replay {
+		badges = append(badges, st.Badge.Render(" REPLAY ")+" "+hs.replayStatus)
 	}
-	if m.paused {
-		badges = append(badges, m.st.SeverityBadge(advisor.Warn).Render(" PAUSED "))
+	if hs.paused {
+		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" PAUSED "))
 	}
-	if m.stale {
-		badges = append(badges, m.st.SeverityBadge(advisor.Crit).Render(" STALE ")+
-			m.st.Error.Render(" no data since "+m.arrived.Format("15:04:05")))
+	if hs.stale {
+		badges = append(badges, st.SeverityBadge(advisor.Crit).Render(" STALE ")+
+			st.Error.Render(" no data since "+hs.arrived.Format("15:04:05")))
 	}
-	if m.ended && m.opts.Replay == nil {
-		badges = append(badges, m.st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
+	if hs.ended && !hs.replay {
+		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
 	}
 	r := strings.Join(badges, " ")
 	rw := lipgloss.Width(r)
-	if rw >= m.width {
-		return fit(r, m.width)
+	if rw >= width {
+		return fit(r, width)
 	}
-	lw := m.width - rw - 1
+	lw := width - rw - 1
 	if r == "" {
-		lw = m.width
+		lw = width
 	}
-	sep := m.st.Dim.Render(" · ")
+	sep := st.Dim.Render(" · ")
 	join := func() string {
 		texts := make([]string, len(parts))
 		for i, p := range parts {
@@ -144,33 +121,46 @@ func (m *Model) headerView() string {
 		parts = append(parts[:low], parts[low+1:]...)
 		l = join()
 	}
-	return fit(l, lw) + strings.Repeat(" ", m.width-lw-rw) + r
+	return fit(l, lw) + strings.Repeat(" ", width-lw-rw) + r
 }
 
-// bannerView shows the alerts in force, the source's warnings and errors;
-// empty when there are none. It takes at most an eighth of the screen (four lines).
-func (m *Model) bannerView() string {
+// bannerBar shows the alerts in force, the source's warnings and errors;
+// empty when there are none. It takes at most an eighth of the screen (four
+// lines).
+type bannerBar struct {
+	st            Styles
+	width, screen int // the screen's height sets the banner's room
+	alerts        []advisor.Alert
+	snap          sampler.Snapshot
+}
+
+func (b *bannerBar) Update(tea.Msg) tea.Cmd  { return nil }
+func (b *bannerBar) SetSize(w, screen int)   { b.width, b.screen = w, screen }
+func (b *bannerBar) Bindings() []key.Binding { return nil }
+
+func (b *bannerBar) View() string {
+	st := b.st
 	var lines []string
-	for _, a := range m.alerts {
-		tag := m.st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " ")
-		lines = append(lines, tag+" "+m.st.Severity(a.Severity).Render(m.alertText(a)))
+	for _, a := range b.alerts {
+		tag := st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " ")
+		lines = append(lines, tag+" "+st.Severity(a.Severity).Render(alertText(b.snap, a)))
 	}
-	for _, w := range m.snap.Warnings {
-		lines = append(lines, m.st.Warning.Render("! "+w))
+	for _, w := range b.snap.Warnings {
+		lines = append(lines, st.Warning.Render("! "+w))
 	}
-	if m.snap.Err != "" {
-		lines = append(lines, m.st.Error.Render("error: "+m.snap.Err))
+	if b.snap.Err != "" {
+		lines = append(lines, st.Error.Render("error: "+b.snap.Err))
 	}
 	if len(lines) == 0 {
 		return ""
 	}
-	room := clamp(m.height/8, 1, 4)
+	room := clamp(b.screen/8, 1, 4)
 	if len(lines) > room {
 		more := len(lines) - room + 1
-		lines = append(lines[:room-1], m.st.Dim.Render(fmt.Sprintf("  … %d more (see the detail views)", more)))
+		lines = append(lines[:room-1], st.Dim.Render(fmt.Sprintf("  … %d more (see the detail views)", more)))
 	}
 	for i := range lines {
-		lines[i] = fit(lines[i], m.width)
+		lines[i] = fit(lines[i], b.width)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -178,7 +168,7 @@ func (m *Model) bannerView() string {
 // alertText is the alert's message; for a GPU filling up (the threshold,
 // time-to-full and spike-headroom rules) it adds the process that grew most
 // there, when one did and the message does not name it already.
-func (m *Model) alertText(a advisor.Alert) string {
+func alertText(snap sampler.Snapshot, a advisor.Alert) string {
 	msg := a.Message
 	if msg == "" {
 		msg = a.Rule + " on GPU " + a.DeviceID
@@ -191,11 +181,11 @@ func (m *Model) alertText(a advisor.Alert) string {
 	if a.PID != 0 || a.DeviceID == "" {
 		return msg
 	}
-	d, ok := m.snap.Device(a.DeviceID)
+	d, ok := snap.Device(a.DeviceID)
 	if !ok {
 		return msg
 	}
-	if p, grew, ok := grewMost(d, m.snap.Time, defaultSpan); ok && !strings.Contains(msg, fmt.Sprintf("PID %d ", p.PID)) {
+	if p, grew, ok := grewMost(d, snap.Time, defaultSpan); ok && !strings.Contains(msg, fmt.Sprintf("PID %d ", p.PID)) {
 		msg += fmt.Sprintf(" · grew most: PID %d %s (+%s in %s)", p.PID, firstWord(p.Command), fmtBytes(grew), fmtSpan(defaultSpan))
 	}
 	return msg
@@ -238,63 +228,47 @@ func firstWord(cmd string) string {
 	return w
 }
 
-// footerView is the filter input, the kill prompt, the last action's
-// result, or the state of the process list and the main keys.
-func (m *Model) footerView() string {
+// footerBar is the last line: the filter input, the kill prompt, the last
+// action's result, or the state of the process list and the keys of the
+// screen.
+type footerBar struct {
+	st    Styles
+	width int
+	// One of these, first set first: the line that takes the footer.
+	input, prompt, status string
+	statusErr             bool
+	state                 []string
+	hints                 []key.Binding
+}
+
+func (f *footerBar) Update(tea.Msg) tea.Cmd  { return nil }
+func (f *footerBar) SetSize(w, _ int)        { f.width = w }
+func (f *footerBar) Bindings() []key.Binding { return nil }
+
+func (f *footerBar) View() string {
+	st := f.st
 	switch {
-	case m.filtering:
-		return fit(m.filter.View()+m.st.Dim.Render("  enter: keep · esc: clear"), m.width)
-	case m.prompt != nil:
-		p := m.prompt
-		note := ""
-		if p.demo {
-			note = m.st.Dim.Render("  (demo: nothing is sent)")
+	case f.input != "":
+		return fit(f.input+st.Dim.Render("  enter: keep · esc: clear"), f.width)
+	case f.prompt != "":
+		return f.prompt
+	case f.status != "":
+		if f.statusErr {
+			return fit(st.Error.Render(f.status), f.width)
 		}
-		return fit(m.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
-			" y/n"+note, m.width)
-	case m.status != "":
-		if m.statusErr {
-			return fit(m.st.Error.Render(m.status), m.width)
-		}
-		return fit(m.st.Status.Render(m.status), m.width)
-	}
-	var state []string
-	if m.screen == screenMain && !(m.fleet && m.host == "") {
-		if m.procs.group {
-			state = append(state, "by user")
-		} else {
-			state = append(state, "sort "+m.procs.sortBy.String())
-		}
-		if m.procs.filter != "" {
-			state = append(state, "filter "+fmt.Sprintf("%q", m.procs.filter))
-		}
-		if m.procs.mineOnly {
-			state = append(state, "mine only")
-		}
-	}
-	hints := []key.Binding{m.keys.Help, m.keys.Quit}
-	switch {
-	case m.screen == screenDetail:
-		hints = append(hints, m.keys.Back, m.keys.Span, m.keys.Kill)
-	case m.fleet && m.host == "":
-		hints = append(hints, m.keys.Enter)
-	default:
-		hints = append(hints, m.keys.Tab, m.keys.Enter, m.keys.Sort, m.keys.Filter, m.keys.Mine, m.keys.Group, m.keys.Kill, m.keys.Pause)
-	}
-	if m.opts.Replay != nil {
-		hints = append(hints, m.keys.Play, m.keys.StepFwd, m.keys.Speed)
+		return fit(st.Status.Render(f.status), f.width)
 	}
 	var hs []string
-	for _, h := range hints {
+	for _, h := range f.hints {
 		if h.Enabled() {
 			hs = append(hs, h.Help().Key+" "+footerWord(h))
 		}
 	}
 	l := ""
-	if len(state) > 0 {
-		l = m.st.Status.Render(strings.Join(state, " · ")) + "  "
+	if len(f.state) > 0 {
+		l = st.Status.Render(strings.Join(f.state, " · ")) + "  "
 	}
-	return fit(l+m.st.Help.Render(strings.Join(hs, " · ")), m.width)
+	return fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
 }
 
 // footerWord is the one-word name of a key in the footer.
@@ -328,46 +302,10 @@ func footerWord(b key.Binding) string {
 	return d
 }
 
-// helpView lists every key and what the screen's marks mean.
-func (m *Model) helpView() string {
-	var lines []string
-	for _, g := range m.keys.helpGroups() {
-		for _, b := range g {
-			if b.Enabled() {
-				lines = append(lines, m.st.Accent.Render(fit(b.Help().Key, 9))+" "+b.Help().Desc)
-			}
-		}
+// padLines adds empty lines to s up to h lines.
+func padLines(s string, h int) string {
+	if n := lipgloss.Height(s); n < h {
+		s += strings.Repeat("\n", h-n)
 	}
-	th := m.opts.Thresholds
-	legend := strings.Join([]string{
-		m.st.Title.Render("What the marks mean"),
-		m.st.Severity(advisor.Info).Render(glyphUsed+glyphUsed) + " used  " + m.st.Reserved.Render(glyphReserved+glyphReserved) + " reserved by the driver  " + m.st.Free.Render(glyphFree+glyphFree) + " free",
-		fmt.Sprintf("bars and graphs turn %s at %.0f%% and %s at %.0f%% (--warn, --crit); ┈ marks those levels",
-			m.st.Severity(advisor.Warn).Render("yellow / WARN"), th.Warn, m.st.Severity(advisor.Crit).Render("red / CRIT"), th.Crit),
-		"graphs keep the peak of each column: a short spike the sampler saw stays visible",
-		m.st.Mine.Render("● bold") + " your processes   " + m.st.Others.Render("others'") + "   " + m.st.Exited.Render("dim: exited (peak kept)") + "   " + m.st.Unattr.Render("unattributed: memory no visible process owns"),
-		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
-	}, "\n")
-	title := m.st.Title.Render(m.title()+" — keys") + m.st.Dim.Render("   (? or esc to close)")
-	// As many columns of keys as the width takes.
-	colW := 0
-	for _, l := range lines {
-		colW = max(colW, lipgloss.Width(l))
-	}
-	ncol := clamp(m.width/(colW+3), 1, 4)
-	rows := (len(lines) + ncol - 1) / ncol
-	var cols []string
-	for c := 0; c < ncol; c++ {
-		lo, hi := c*rows, min((c+1)*rows, len(lines))
-		if lo >= hi {
-			break
-		}
-		col := make([]string, 0, rows)
-		for _, l := range lines[lo:hi] {
-			col = append(col, fit(l, colW+3))
-		}
-		cols = append(cols, strings.Join(col, "\n"))
-	}
-	grid := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
-	return title + "\n\n" + grid + "\n\n" + legend
+	return s
 }

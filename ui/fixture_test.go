@@ -16,6 +16,9 @@ var fixedStart = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 const testUser = "alice"
 
+// testUIDs are the UIDs of the fake source's users.
+var testUIDs = map[string]uint32{testUser: 1000, "bob": 1001, "carol": 1002, "dave": 1003}
+
 // fakeSource is a deterministic source for tests: memory is a function of
 // time, so every run renders the same screen.
 type fakeSource struct {
@@ -87,7 +90,8 @@ func (f *fakeSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		}
 		u := f.used(g, now)
 		add := func(pid uint32, user, cmd string, share float64, visible bool) {
-			buf = append(buf, sampler.ProcSample{Device: i, PID: pid, User: user, Command: cmd, UsedBytes: uint64(float64(u) * share),
+			uid, hasUID := testUIDs[user]
+			buf = append(buf, sampler.ProcSample{Device: i, PID: pid, User: user, UID: uid, HasUID: hasUID, Command: cmd, UsedBytes: uint64(float64(u) * share),
 				HasUsed: true, Type: "compute", Visible: visible, StartTime: f.start.Add(-time.Duration(pid%97) * time.Minute)})
 		}
 		switch g % 4 {

@@ -115,7 +115,9 @@ func TestWriteTableOneHostLabels(t *testing.T) {
 // totals, and without unattributed memory.
 func TestProcPaneSeveralHosts(t *testing.T) {
 	snap := fleetSnap(t)
-	p := newProcPane(NewStyles(true, true), newKeyMap(false), testUser)
+	p := newProcPane(&outbox{})
+	p.setStyles(NewStyles(true, true), newKeyMap(false))
+	p.SetUser(testUser)
 	p.SetSize(140, 40)
 	p.SetSnapshot(snap)
 	if len(p.rows) == 0 {
@@ -146,7 +148,7 @@ func TestProcPaneSeveralHosts(t *testing.T) {
 		}
 	}
 	p.group = true
-	p.refresh(snap)
+	p.refresh()
 	for _, r := range p.rows {
 		if r.user == "(unknown)" || r.nprocs == 0 && r.user != "(unattributed)" {
 			t.Errorf("an unlisted device became a user group: %+v", r)

@@ -1,11 +1,9 @@
 package ui
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -24,16 +22,8 @@ type (
 	staleCheck  struct{ gen uint64 }
 	pane        int
 	screen      int
-	killFunc    func(pid int, sig syscall.Signal) error
 	observeFunc func(sampler.Snapshot) []advisor.Alert
 	adviseFunc  func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice
-	killPrompt  struct {
-		pid  uint32
-		key  sampler.ProcessKey
-		sig  syscall.Signal
-		what string
-		demo bool // the demo's processes are not real: nothing is sent
-	}
 )
 
 const (
@@ -58,15 +48,18 @@ const maxInterval = time.Minute
 // display stale.
 const staleAfter = 3
 
-// Model is the root of the live view. It routes: data goes to every
-// component, keys to the focused one; it owns only what is shared (the
-// snapshot shown, the screen, prompts, the status line).
+// Model is the root of the live view. It is a router: data (snapshots,
+// sizes) goes to every component, keys to the focused one, and the
+// components' requests (open a screen, signal a process, a status line)
+// come back through the outbox. It owns only what is shared: the snapshot
+// shown, the screen, the focus, the alerts and the status line.
 type Model struct {
 	opts  Options
 	keys  keyMap
 	st    Styles
 	cfg   advisor.Config
 	snaps <-chan sampler.Snapshot
+	out   outbox
 
 	width, height int
 
@@ -88,13 +81,15 @@ type Model struct {
 	host     string // the open host of a fleet; "" shows the host list
 	spanIdx  int
 
+	header headerBar
+	banner bannerBar
+	footer footerBar
 	gpus   gpuPane
 	procs  procPane
 	hosts  hostList
 	detail detailView
-
-	filtering bool
-	filter    lineInput
+	help   helpScreen
+	prompt killPrompt
 
 	observe    observeFunc
 	newMonitor func() observeFunc
@@ -108,10 +103,7 @@ type Model struct {
 	pendingAlerts []advisor.Alert
 	critSeen      map[string]bool
 
-	prompt       *killPrompt
-	termSent     map[sampler.ProcessKey]bool
-	kill         killFunc
-	isRoot       bool
+	euid         int
 	status       string
 	statusErr    bool
 	replayStatus string
@@ -131,10 +123,12 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		cfg:      advisor.Config{Thresholds: opts.Thresholds, User: opts.User},
 		snaps:    snaps,
 		critSeen: map[string]bool{},
-		termSent: map[sampler.ProcessKey]bool{},
-		kill:     signalProcess,
-		isRoot:   os.Geteuid() == 0,
+		euid:     os.Geteuid(),
+		help:     newHelpScreen(),
 	}
+	m.procs = newProcPane(&m.out)
+	m.procs.SetUser(opts.User)
+	m.prompt = newKillPrompt(&m.out, opts.Now)
 	// One monitor gives both the alerts and the advice, so they agree (the
 	// same hysteresis) and advice can use what only time shows (idle holders).
 	m.newMonitor = func() observeFunc {
@@ -148,7 +142,6 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		return advisor.Advise(s, t, cfg)
 	}
 	m.observe = m.newMonitor()
-	m.filter = lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}
 	m.setStyles(NewStyles(true, noColor()))
 	if opts.Replay != nil {
 		m.replayStatus = opts.Replay.Status()
@@ -158,14 +151,16 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 
 func (m *Model) setStyles(st Styles) {
 	m.st = st
-	m.filter.cursor, m.filter.dim = st.Selected, st.Dim
+	m.header.st, m.banner.st, m.footer.st = st, st, st
 	m.gpus = gpuPaneWith(m.gpus, st, m.keys, m.opts.Thresholds)
-	m.procs.st, m.procs.keys, m.procs.user = st, m.keys, m.opts.User
+	m.procs.setStyles(st, m.keys)
+	m.prompt.st, m.prompt.keys = st, m.keys
 	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.keys, m.opts.Thresholds
 	m.detail.st, m.detail.th = st, m.opts.Thresholds
 	if m.detail.span == 0 {
 		m.detail.span = spans[m.spanIdx]
 	}
+	m.help.setStyles(st, m.keys, m.opts.Thresholds, m.title())
 }
 
 func gpuPaneWith(g gpuPane, st Styles, keys keyMap, th advisor.Thresholds) gpuPane {
@@ -199,7 +194,7 @@ func (m *Model) wait() tea.Cmd {
 	}
 }
 
-// Update routes a message.
+// Update routes a message, then the requests it caused.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
@@ -218,31 +213,50 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.stale = true
+	case promptExpired:
+		cmd = m.prompt.Update(msg)
 	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
 	case tea.PasteMsg:
-		if m.filtering {
-			m.filter.Update(tea.KeyPressMsg{Text: strings.Map(func(r rune) rune {
-				if r == '\n' || r == '\r' || r == '\t' {
-					return ' '
-				}
-				return r
-			}, msg.Content)})
-			m.procs.filter = m.filter.Value()
-			m.procs.refresh(m.view)
-		}
+		cmd = m.procs.Update(msg)
 	case tea.MouseWheelMsg:
 		switch {
-		case m.screen != screenMain || m.showHelp:
+		case m.showHelp:
+			cmd = m.help.Update(msg)
+		case m.screen != screenMain:
 		case m.fleet && m.host == "":
-			m.hosts.Update(msg)
+			cmd = m.hosts.Update(msg)
 		default:
-			m.procs.Update(msg)
+			cmd = m.procs.Update(msg)
 		}
 	}
+	cmd = tea.Batch(cmd, m.handleRequests())
 	m.relayout()
 	m.frameOK = false
 	return m, cmd
+}
+
+// handleRequests acts on what the components asked for.
+func (m *Model) handleRequests() tea.Cmd {
+	var cmds []tea.Cmd
+	for {
+		reqs := m.out.take()
+		if len(reqs) == 0 {
+			return tea.Batch(cmds...)
+		}
+		for _, r := range reqs {
+			switch r := r.(type) {
+			case statusLine:
+				m.status, m.statusErr = r.text, r.err
+			case openDetail:
+				m.openDetail(advisor.Target{DeviceID: r.dev, PID: r.pid}, r.start)
+			case killRequest:
+				cmds = append(cmds, m.prompt.Ask(r.row, killContext{
+					replay: m.opts.Replay != nil, fleet: m.fleet, host: m.host, demo: m.snap.Demo, euid: m.euid,
+				}))
+			}
+		}
+	}
 }
 
 func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
@@ -297,13 +311,13 @@ func (m *Model) newCrit(alerts []advisor.Alert) bool {
 	return ring
 }
 
-// show makes s the snapshot on screen.
+// show makes s the snapshot on screen and hands it to every component.
 func (m *Model) show(s sampler.Snapshot) {
 	m.snap, m.have = s, true
 	if s.Demo {
 		// The demo's processes belong to its own users; "you" are its
 		// demo.User whoever runs it.
-		m.procs.user = demo.User
+		m.procs.SetUser(demo.User)
 	}
 	m.fleet = isFleet(s)
 	m.hosts.SetSnapshot(s)
@@ -313,6 +327,7 @@ func (m *Model) show(s sampler.Snapshot) {
 	}
 	m.gpus.SetSnapshot(m.view)
 	m.procs.SetSnapshot(m.view)
+	m.prompt.Seen(m.view)
 	m.refreshDetail()
 }
 
@@ -324,15 +339,17 @@ func (m *Model) refreshDetail() {
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
-	m.status, m.statusErr = fmt.Sprintf(format, args...), err
+	m.out.status(err, format, args...)
 }
 
+// onKey routes a key: to a component that takes every key (the filter
+// input, the prompt), then the keys of the whole view, then the screen's.
 func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
-	if m.filtering {
-		return m.onFilterKey(k)
+	if m.procs.Capturing() {
+		return m.procs.Update(k)
 	}
-	if m.prompt != nil {
-		return m.onPromptKey(k)
+	if m.prompt.Active() {
+		return m.prompt.Update(k)
 	}
 	if key.Matches(k, m.keys.Quit) {
 		return tea.Quit
@@ -340,12 +357,15 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.showHelp {
 		if key.Matches(k, m.keys.Help, m.keys.Back) {
 			m.showHelp = false
+			return nil
 		}
-		return nil
+		return m.help.Update(k)
 	}
 	m.status = ""
 	switch {
 	case key.Matches(k, m.keys.Help):
+		m.help.SetGroups(m.helpGroups())
+		m.help.vp.GotoTop()
 		m.showHelp = true
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
@@ -423,16 +443,12 @@ func (m *Model) changeInterval(faster bool) {
 	m.setStatus(false, "sampling every %v", next)
 }
 
+// onMainKey routes a key of the main screen: the process table's own keys
+// go to it whichever pane has the focus, the rest to the focused pane.
 func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Back):
-		switch {
-		case m.procs.filter != "":
-			m.setFilter("")
-		case m.procs.group:
-			m.procs.group = false
-			m.procs.refresh(m.view)
-		case m.fleet:
+		if !m.procs.Back() && m.fleet {
 			m.host = ""
 			m.show(m.snap)
 		}
@@ -442,59 +458,16 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.focus = paneGPUs
 		}
-	case key.Matches(k, m.keys.Enter):
-		m.enter()
-	case key.Matches(k, m.keys.Sort):
-		m.procs.sortBy = (m.procs.sortBy + 1) % nSortModes
-		m.procs.refresh(m.view)
-		m.setStatus(false, "processes sorted by %s", m.procs.sortBy)
-	case key.Matches(k, m.keys.Filter):
-		m.filtering = true
-		m.filter.SetValue(m.procs.filter)
-		m.filter.Focus()
-		return nil
-	case key.Matches(k, m.keys.Mine):
-		m.procs.mineOnly = !m.procs.mineOnly
-		m.procs.refresh(m.view)
-	case key.Matches(k, m.keys.Group):
-		m.procs.group = !m.procs.group
-		m.procs.refresh(m.view)
-	case key.Matches(k, m.keys.Kill):
-		if r, ok := m.procs.Selected(); ok && m.focus == paneProcs {
-			m.askKill(r)
-		} else {
-			m.setStatus(true, "select a process first (tab to the process list)")
-		}
-	case m.focus == paneGPUs:
-		return m.gpus.Update(k)
-	default:
+	case matchesAny(k, m.procs.Bindings()) || m.focus == paneProcs:
 		return m.procs.Update(k)
-	}
-	return nil
-}
-
-// enter opens the detail of the selected GPU or process; on a user's row it
-// shows that user's processes.
-func (m *Model) enter() {
-	if m.focus == paneGPUs {
+	case key.Matches(k, m.keys.Enter):
 		if d, ok := m.gpus.Selected(); ok {
 			m.openDetail(advisor.Target{DeviceID: d.ID}, 0)
 		}
-		return
-	}
-	r, ok := m.procs.Selected()
-	if !ok {
-		return
-	}
-	switch r.kind {
-	case rowUser:
-		m.procs.group = false
-		m.setFilter(r.user)
-	case rowUnattr, rowUnlisted:
-		m.openDetail(advisor.Target{DeviceID: r.dev}, 0)
 	default:
-		m.openDetail(advisor.Target{DeviceID: r.dev, PID: r.proc.PID}, r.proc.StartTime.UnixNano())
+		return m.gpus.Update(k)
 	}
+	return nil
 }
 
 func (m *Model) openDetail(t advisor.Target, start int64) {
@@ -508,154 +481,47 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Back):
 		m.screen = screenMain
 	case key.Matches(k, m.keys.Kill):
-		if m.detail.target.PID == 0 {
+		t := m.detail.target
+		if t.PID == 0 {
 			m.setStatus(true, "open a process (not a GPU) to signal it")
 			return nil
 		}
-		for _, r := range m.procs.all {
-			if r.kind == rowProc && r.dev == m.detail.target.DeviceID && r.proc.PID == m.detail.target.PID &&
-				r.proc.StartTime.UnixNano() == m.detail.start {
-				m.askKill(r)
+		for _, r := range procRows(m.view, m.procs.user, nil) {
+			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
+				m.out.post(killRequest{row: r})
 				return nil
 			}
 		}
-		m.setStatus(true, "PID %d is no longer listed", m.detail.target.PID)
+		m.setStatus(true, "PID %d is no longer listed", t.PID)
 	}
 	return nil
 }
 
-func (m *Model) setFilter(v string) {
-	m.procs.filter = v
-	m.filter.SetValue(v)
-	m.procs.refresh(m.view)
-}
-
-func (m *Model) onFilterKey(k tea.KeyPressMsg) tea.Cmd {
-	switch k.String() {
-	case "enter":
-		m.filtering = false
-		m.filter.Blur()
-		return nil
-	case "esc":
-		m.filtering = false
-		m.filter.Blur()
-		m.setFilter("")
-		return nil
-	case "ctrl+c":
-		return tea.Quit
-	}
-	m.filter.Update(k)
-	if v := m.filter.Value(); v != m.procs.filter {
-		m.procs.filter = v
-		m.procs.refresh(m.view)
-	}
-	return nil
-}
-
-// askKill checks that the process may be signalled and asks to confirm.
-func (m *Model) askKill(r procRow) {
-	if r.kind != rowProc {
-		m.setStatus(true, "select a process to signal")
-		return
-	}
-	p := r.proc
-	switch {
-	case m.opts.Replay != nil:
-		m.setStatus(true, "PID %d is in a recording: there is no live process to signal", p.PID)
-		return
-	case m.fleet:
-		m.setStatus(true, "PID %d runs on %s: signal it on that host", p.PID, m.host)
-		return
-	case p.Exited:
-		m.setStatus(true, "PID %d has already exited", p.PID)
-		return
-	case !p.Visible:
-		m.setStatus(true, "PID %d is in another PID namespace: it cannot be signalled from here", p.PID)
-		return
-	case !r.mine && !m.isRoot && !m.snap.Demo:
-		owner := p.User
-		if owner == "" {
-			owner = "another user"
-		}
-		m.setStatus(true, "PID %d belongs to %s: only your own processes can be signalled (root can signal any)", p.PID, owner)
-		return
-	}
-	k := p.Key(r.dev)
-	sig := syscall.SIGTERM
-	if m.termSent[k] {
-		sig = syscall.SIGKILL
-	}
-	what := p.Command
-	if len(what) > 40 {
-		what = what[:39] + "…"
-	}
-	m.prompt = &killPrompt{pid: p.PID, key: k, sig: sig, what: what, demo: m.snap.Demo}
-}
-
-func (m *Model) onPromptKey(k tea.KeyPressMsg) tea.Cmd {
-	p := m.prompt
-	switch {
-	case key.Matches(k, m.keys.Yes):
-		m.prompt = nil
-		if p.demo {
-			// Never signal a real process that happens to have a demo PID.
-			if p.sig == syscall.SIGTERM {
-				m.termSent[p.key] = true
-			}
-			m.setStatus(false, "demo: %s not sent, PID %d is not a real process", sigName(p.sig), p.pid)
-			return nil
-		}
-		if err := m.kill(int(p.pid), p.sig); err != nil {
-			m.setStatus(true, "%s to PID %d failed: %v", sigName(p.sig), p.pid, err)
-			return nil
-		}
-		if p.sig == syscall.SIGTERM {
-			m.termSent[p.key] = true
-			m.setStatus(false, "sent SIGTERM to PID %d (%s); K again offers SIGKILL", p.pid, p.what)
-		} else {
-			m.setStatus(false, "sent SIGKILL to PID %d (%s)", p.pid, p.what)
-		}
-	case key.Matches(k, m.keys.No):
-		m.prompt = nil
-		m.setStatus(false, "nothing sent")
-	case k.String() == "ctrl+c":
-		return tea.Quit
-	}
-	return nil
-}
-
-func sigName(s syscall.Signal) string {
-	if s == syscall.SIGKILL {
-		return "SIGKILL"
-	}
-	return "SIGTERM"
-}
+// helpGroups are the keys of the help screen, by theme.
+func (m *Model) helpGroups() [][]key.Binding { return m.keys.helpGroups() }
 
 // minSize is the smallest terminal the view fits: the process table's
-// fixed columns and a short command; a header, a GPU line, the column header,
-// three processes and the footer.
+// narrow form with minLastWidth of its command (from its column table);
+// a header, a GPU line, the column header, minProcRows processes and the
+// footer.
 func (m *Model) minSize() (w, h int) {
-	p := procPane{width: 0}
-	c := p.columns()
-	w = 2 + c.gpu + c.pid + c.user + c.mem + c.pct + c.peak + c.age + 7 + minCmdWidth
-	return w, 1 + 1 + 1 + minProcRows + 1
+	return procColumns.minWidth(m.procs.all), 1 + 1 + 1 + minProcRows + 1
 }
 
-const (
-	minCmdWidth = 8
-	minProcRows = 3
-)
+const minProcRows = 3
 
 // relayout gives each component its size from the measured chrome.
 func (m *Model) relayout() {
+	m.fillChrome()
 	mw, mh := m.minSize()
 	if m.width < mw || m.height < mh {
 		return
 	}
+	m.help.SetSize(m.width, m.height)
 	m.gpus.focused = m.focus == paneGPUs
-	m.procs.focused = m.focus == paneProcs
-	body := m.height - lipgloss.Height(m.headerView()) - lipgloss.Height(m.footerView())
-	if b := m.bannerView(); b != "" {
+	m.procs.SetFocus(m.focus == paneProcs)
+	body := m.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
+	if b := m.banner.View(); b != "" {
 		body -= lipgloss.Height(b)
 	}
 	body = max(body, 0)
@@ -669,6 +535,52 @@ func (m *Model) relayout() {
 		procWant := 1 + max(len(m.procs.rows), 1)
 		gh := m.gpus.Layout(m.width, body, procMin, procWant)
 		m.procs.SetSize(m.width, body-gh)
+	}
+}
+
+// fillChrome hands the header, banner and footer what they show.
+func (m *Model) fillChrome() {
+	title := m.title()
+	if m.opts.Version != "" && m.opts.Title == "" {
+		title += " " + m.opts.Version
+	}
+	hs := headerState{
+		title: title, snap: m.snap, have: m.have, fleet: m.fleet, hosts: len(m.hosts.hosts), host: m.host,
+		replay: m.opts.Replay != nil, replayStatus: m.replayStatus,
+		paused: m.paused, stale: m.stale, arrived: m.arrived, ended: m.ended,
+	}
+	if m.opts.Replay == nil {
+		hs.interval = m.interval
+	}
+	m.header.s = hs
+	m.header.SetSize(m.width, 1)
+	m.banner.alerts, m.banner.snap = m.alerts, m.snap
+	m.banner.SetSize(m.width, m.height)
+	m.prompt.SetSize(m.width, 1)
+
+	f := &m.footer
+	f.SetSize(m.width, 1)
+	f.input, f.prompt, f.status, f.statusErr, f.state = "", m.prompt.View(), m.status, m.statusErr, nil
+	if m.procs.Capturing() {
+		f.input = m.procs.FilterView()
+	}
+	hostList := m.fleet && m.host == ""
+	if m.screen == screenMain && !hostList {
+		f.state = m.procs.State()
+	}
+	f.hints = []key.Binding{m.keys.Help, m.keys.Quit}
+	switch {
+	case m.screen == screenDetail:
+		f.hints = append(f.hints, m.keys.Back, m.keys.Span, m.keys.Kill)
+	case hostList:
+		f.hints = append(f.hints, m.keys.Enter)
+	default:
+		f.hints = append(f.hints, m.keys.Tab, m.keys.Enter)
+		f.hints = append(f.hints, m.procs.Bindings()...)
+		f.hints = append(f.hints, m.keys.Pause)
+	}
+	if m.opts.Replay != nil {
+		f.hints = append(f.hints, m.keys.Play, m.keys.StepFwd, m.keys.Speed)
 	}
 }
 
@@ -689,4 +601,48 @@ func (m *Model) title() string {
 		return m.opts.Title
 	}
 	return "vramtop"
+}
+
+// render is the whole screen as a string: a pure function of the model.
+func (m *Model) render() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	if mw, mh := m.minSize(); m.width < mw || m.height < mh {
+		msg := "terminal too small (need " + strconv.Itoa(mw) + "×" + strconv.Itoa(mh) + ")"
+		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, clampLines(msg, m.width, 1))
+	}
+	if m.showHelp {
+		return padLines(clampLines(m.help.View(), m.width, m.height), m.height)
+	}
+	parts := []string{m.header.View()}
+	if b := m.banner.View(); b != "" {
+		parts = append(parts, b)
+	}
+	parts = append(parts, m.bodyView())
+	// The footer sits on the last line.
+	body := padLines(clampLines(strings.Join(parts, "\n"), m.width, m.height-1), m.height-1)
+	return body + "\n" + m.footer.View()
+}
+
+func (m *Model) bodyView() string {
+	if !m.have {
+		msg := "waiting for the first sample…"
+		if m.ended {
+			msg = "the source ended before its first sample"
+		}
+		return m.st.Dim.Render("  " + msg)
+	}
+	switch {
+	case m.screen == screenDetail:
+		return m.detail.View()
+	case m.fleet && m.host == "":
+		return m.hosts.View()
+	}
+	g := m.gpus.View()
+	p := m.procs.View()
+	if p == "" {
+		return g
+	}
+	return g + "\n" + p
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/procsignal"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -30,15 +31,35 @@ func newTestModel(opts Options) (*Model, *[]string) {
 	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
 	m.newMonitor = func() observeFunc { return func(sampler.Snapshot) []advisor.Alert { return nil } }
 	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return nil }
-	m.isRoot = false
+	m.euid = int(testUIDs[testUser])
 	var killed []string
-	m.kill = func(pid int, sig syscall.Signal) error {
-		killed = append(killed, fmt.Sprintf("%d:%s", pid, sigName(sig)))
-		return nil
+	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+		return &fakeHandle{t: t, log: &killed}, nil
 	}
 	m.setStyles(NewStyles(true, true))
 	return m, &killed
 }
+
+// fakeHandle records the signals it is asked to send.
+type fakeHandle struct {
+	t      procsignal.Target
+	log    *[]string
+	err    error
+	closed bool
+}
+
+func (h *fakeHandle) Signal(sig syscall.Signal) error {
+	if h.closed {
+		return errors.New("closed")
+	}
+	if h.err != nil {
+		return h.err
+	}
+	*h.log = append(*h.log, fmt.Sprintf("%d:%s", h.t.PID, sigName(sig)))
+	return nil
+}
+
+func (h *fakeHandle) Close() error { h.closed = true; return nil }
 
 func send(m *Model, msgs ...tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
@@ -320,7 +341,7 @@ func TestSortCycles(t *testing.T) {
 func TestFilter(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "/")
-	if !m.filtering {
+	if !m.procs.Capturing() {
 		t.Fatal("/ should open the filter")
 	}
 	keys(m, "b", "o", "b")
@@ -333,7 +354,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal("filter bob shows nothing")
 	}
 	keys(m, "enter")
-	if m.filtering || m.procs.filter != "bob" {
+	if m.procs.Capturing() || m.procs.filter != "bob" {
 		t.Error("enter should keep the filter and close the input")
 	}
 	if !strings.Contains(screenText(m), `filter "bob"`) {
@@ -430,7 +451,7 @@ func TestExitedDimmedWithPeak(t *testing.T) {
 	var line string
 	for _, r := range m.procs.rows {
 		if r.proc.User == "carol" {
-			line = m.procs.line(r, m.procs.columns())
+			line = layoutColumns(procColumns, m.procs.all, m.procs.width).line(r)
 			if !r.proc.Exited || !strings.Contains(line, "exited") || !strings.Contains(line, "GiB") {
 				t.Errorf("exited row should say exited and keep its peak: %q", line)
 			}
@@ -540,11 +561,11 @@ func TestKillOwnProcess(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
 	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(m, "K")
-	if m.prompt == nil || m.prompt.sig != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
+	if !m.prompt.Active() || m.prompt.p.sig != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
 		t.Fatal("K should ask to send SIGTERM")
 	}
 	keys(m, "n")
-	if len(*killed) != 0 || m.prompt != nil {
+	if len(*killed) != 0 || m.prompt.Active() {
 		t.Fatal("n should send nothing")
 	}
 	keys(m, "K", "y")
@@ -556,7 +577,7 @@ func TestKillOwnProcess(t *testing.T) {
 		t.Error("the result is not shown")
 	}
 	keys(m, "K")
-	if m.prompt == nil || m.prompt.sig != syscall.SIGKILL {
+	if !m.prompt.Active() || m.prompt.p.sig != syscall.SIGKILL {
 		t.Fatal("a second K should offer SIGKILL")
 	}
 	keys(m, "y")
@@ -569,20 +590,22 @@ func TestKillRefusedAndFailures(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
 	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
 	keys(m, "K")
-	if m.prompt != nil || !strings.Contains(screenText(m), "belongs to bob") {
+	if m.prompt.Active() || !strings.Contains(screenText(m), "belongs to bob") {
 		t.Error("another user's process must not be offered")
 	}
 	selectProc(t, m, func(r procRow) bool { return r.kind == rowProc && !r.proc.Visible })
 	keys(m, "K")
-	if m.prompt != nil || !strings.Contains(screenText(m), "another PID namespace") {
+	if m.prompt.Active() || !strings.Contains(screenText(m), "another PID namespace") {
 		t.Error("a process of another namespace cannot be signalled")
 	}
 	// root may signal others.
-	m.isRoot = true
+	m.euid = 0
 	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
-	m.kill = func(int, syscall.Signal) error { return errors.New("operation not permitted") }
+	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+		return &fakeHandle{t: t, log: killed, err: errors.New("operation not permitted")}, nil
+	}
 	keys(m, "K", "y")
-	if !strings.Contains(screenText(m), "failed: operation not permitted") {
+	if !strings.Contains(screenText(m), "not sent: operation not permitted") {
 		t.Errorf("the failure is not shown:\n%s", screenText(m))
 	}
 	if len(*killed) != 0 {
@@ -791,13 +814,13 @@ func TestSpanKey(t *testing.T) {
 
 func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	m, killed := newTestModel(Options{})
-	m.isRoot = true
+	m.euid = 0
 	demo := fakeSnap(t, 4)
 	demo.Demo = true
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(demo))
 	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(m, "K")
-	if m.prompt == nil || !strings.Contains(screenText(m), "demo: nothing is sent") {
+	if !m.prompt.Active() || !strings.Contains(screenText(m), "demo: nothing is sent") {
 		t.Fatal("the demo should still show the prompt, saying nothing is sent")
 	}
 	keys(m, "y")
@@ -806,24 +829,24 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	}
 
 	r, _ := newTestModel(Options{Replay: &fakeReplay{}})
-	r.isRoot = true
+	r.euid = 0
 	snap := fakeSnap(t, 4)
 	send(r, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	selectProc(t, r, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(r, "K")
-	if r.prompt != nil || !strings.Contains(screenText(r), "recording") {
+	if r.prompt.Active() || !strings.Contains(screenText(r), "recording") {
 		t.Error("a replayed process must not be offered")
 	}
 
 	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a"}}
 	fs := fixture(t, src, time.Minute)
 	f, fk := newTestModel(Options{})
-	f.isRoot = true
+	f.euid = 0
 	send(f, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fs))
 	keys(f, "enter")
 	selectProc(t, f, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(f, "K")
-	if f.prompt != nil || !strings.Contains(screenText(f), "node-a") {
+	if f.prompt.Active() || !strings.Contains(screenText(f), "node-a") {
 		t.Error("a remote host's process must not be signalled here")
 	}
 	keys(f, "y")

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -65,55 +66,26 @@ const (
 	sortUser
 	sortGPU
 	nSortModes
+	noSort sortMode = -1
 )
 
 func (s sortMode) String() string {
 	return [...]string{"memory", "peak", "age", "pid", "user", "gpu"}[s]
 }
 
-// procPane is the process table: every process on the shown GPUs, or the
-// memory per user.
-type procPane struct {
-	st      Styles
-	keys    keyMap
-	user    string
-	width   int
-	height  int
-	focused bool
-
-	all  []procRow // from the snapshot
-	rows []procRow // filtered, sorted (or grouped) rows on screen
-
-	sel, off int
-	selKey   string
-	sortBy   sortMode
-	filter   string
-	mineOnly bool
-	group    bool
-}
-
-func newProcPane(st Styles, keys keyMap, user string) procPane {
-	return procPane{st: st, keys: keys, user: user}
-}
-
-// SetSize sets the pane's size, its column header included.
-func (p *procPane) SetSize(w, h int) {
-	p.width, p.height = w, h
-	p.scroll()
-}
-
-// SetSnapshot rebuilds the rows from the devices shown.
-func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
-	p.all = p.all[:0]
+// procRows are the rows of the process table for snap, in the snapshot's
+// order: per device its processes, then its unattributed memory. The live
+// view and the --once table both start from them.
+func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 	withHost := severalHosts(snap)
 	for _, d := range snap.Devices {
 		label := procDeviceLabel(d, withHost)
 		if d.NoProcessList {
-			p.all = append(p.all, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
+			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
 			continue
 		}
 		for _, pr := range d.Processes {
-			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: p.user != "" && pr.User == p.user}
+			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: user != "" && pr.User == user}
 			if pr.UsedBytes != nil && !pr.Exited {
 				r.bytes, r.hasBytes = *pr.UsedBytes, true
 				r.pct = percent(r.bytes, d.MemoryTotal)
@@ -124,35 +96,14 @@ func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
 			case !pr.FirstSeen.IsZero():
 				r.age, r.hasAge = snap.Time.Sub(pr.FirstSeen), true
 			}
-			p.all = append(p.all, r)
+			into = append(into, r)
 		}
 		if d.Unattributed != nil && *d.Unattributed >= mib {
 			u := *d.Unattributed
-			p.all = append(p.all, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: percent(u, d.MemoryTotal)})
+			into = append(into, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: percent(u, d.MemoryTotal)})
 		}
 	}
-	p.refresh(snap)
-}
-
-// refresh applies the filter, the mine-only switch, the sort or the grouping.
-func (p *procPane) refresh(snap sampler.Snapshot) {
-	p.rows = p.rows[:0]
-	f := strings.ToLower(p.filter)
-	for _, r := range p.all {
-		if p.mineOnly && !r.mine {
-			continue
-		}
-		if f != "" && !r.matches(f) {
-			continue
-		}
-		p.rows = append(p.rows, r)
-	}
-	if p.group {
-		p.rows = groupByUser(p.rows, snap)
-	} else {
-		sortRows(p.rows, p.sortBy)
-	}
-	p.reselect()
+	return into
 }
 
 func (r procRow) matches(f string) bool {
@@ -214,13 +165,17 @@ func sortRows(rows []procRow, by sortMode) {
 			if a.age != b.age {
 				return a.age > b.age
 			}
+		case sortPID:
+			if a.proc.PID != b.proc.PID {
+				return a.proc.PID < b.proc.PID
+			}
 		case sortUser:
 			if a.proc.User != b.proc.User {
 				return a.proc.User < b.proc.User
 			}
 		case sortGPU:
-			if a.dev != b.dev {
-				return a.dev < b.dev
+			if c := compareIDs(a.dev, b.dev); c != 0 {
+				return c < 0
 			}
 		}
 		if a.bytes != b.bytes {
@@ -228,6 +183,38 @@ func sortRows(rows []procRow, by sortMode) {
 		}
 		return a.proc.PID < b.proc.PID
 	})
+}
+
+// compareIDs orders device IDs as people count them: "2" before "10",
+// "0/2" before "0/10", "node-a:3" before "node-a:12".
+func compareIDs(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitsPrefix(a), digitsPrefix(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digitsPrefix(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // groupByUser sums live memory per user across the GPUs.
@@ -293,6 +280,130 @@ func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
 	return out
 }
 
+// procPane is the process table: every process on the shown GPUs, or the
+// memory per user. It owns its keys: moving (when focused), and sorting,
+// filtering, mine-only, grouping and the kill request (whichever pane has
+// the focus: they act on this table).
+type procPane struct {
+	st      Styles
+	keys    keyMap
+	out     *outbox
+	user    string
+	width   int
+	height  int
+	focused bool
+
+	snap sampler.Snapshot
+	all  []procRow // from the snapshot
+	rows []procRow // filtered, sorted (or grouped) rows on screen
+
+	sel, off int
+	selKey   string
+	sortBy   sortMode
+	filter   string
+	input    lineInput
+	mineOnly bool
+	group    bool
+}
+
+func newProcPane(out *outbox) procPane {
+	return procPane{out: out, input: lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}}
+}
+
+func (p *procPane) setStyles(st Styles, keys keyMap) {
+	p.st, p.keys = st, keys
+	p.input.cursor, p.input.dim = st.Selected, st.Dim
+}
+
+// SetSize sets the pane's size, its column header included.
+func (p *procPane) SetSize(w, h int) {
+	p.width, p.height = w, h
+	p.scroll()
+}
+
+// SetFocus says whether the pane has the keyboard.
+func (p *procPane) SetFocus(f bool) { p.focused = f }
+
+// Bindings are the keys that act on the table whichever pane is focused.
+func (p *procPane) Bindings() []key.Binding {
+	return []key.Binding{p.keys.Sort, p.keys.Filter, p.keys.Mine, p.keys.Group, p.keys.Kill}
+}
+
+// Capturing reports whether the filter input takes every key.
+func (p *procPane) Capturing() bool { return p.input.Focused() }
+
+// FilterView is the filter input for the footer.
+func (p *procPane) FilterView() string { return p.input.View() }
+
+// State is the table's state for the footer: "sort memory · mine only".
+func (p *procPane) State() []string {
+	var state []string
+	if p.group {
+		state = append(state, "by user")
+	} else {
+		state = append(state, "sort "+p.sortBy.String())
+	}
+	if p.filter != "" {
+		state = append(state, "filter "+fmt.Sprintf("%q", p.filter))
+	}
+	if p.mineOnly {
+		state = append(state, "mine only")
+	}
+	return state
+}
+
+// Back undoes the table's narrowing (the filter, then the grouping); it
+// reports false when there was none.
+func (p *procPane) Back() bool {
+	switch {
+	case p.filter != "":
+		p.setFilter("")
+	case p.group:
+		p.group = false
+		p.refresh()
+	default:
+		return false
+	}
+	return true
+}
+
+// SetUser sets whose processes are "mine".
+func (p *procPane) SetUser(u string) { p.user = u }
+
+// SetSnapshot rebuilds the rows from the devices shown.
+func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
+	p.snap = snap
+	p.all = procRows(snap, p.user, p.all[:0])
+	p.refresh()
+}
+
+// refresh applies the filter, the mine-only switch, the sort or the grouping.
+func (p *procPane) refresh() {
+	p.rows = p.rows[:0]
+	f := strings.ToLower(p.filter)
+	for _, r := range p.all {
+		if p.mineOnly && !r.mine {
+			continue
+		}
+		if f != "" && !r.matches(f) {
+			continue
+		}
+		p.rows = append(p.rows, r)
+	}
+	if p.group {
+		p.rows = groupByUser(p.rows, p.snap)
+	} else {
+		sortRows(p.rows, p.sortBy)
+	}
+	p.reselect()
+}
+
+func (p *procPane) setFilter(v string) {
+	p.filter = v
+	p.input.SetValue(v)
+	p.refresh()
+}
+
 // reselect keeps the selected row selected across refreshes.
 func (p *procPane) reselect() {
 	if p.selKey != "" {
@@ -346,24 +457,18 @@ func (p *procPane) move(d int) {
 	p.scroll()
 }
 
-// Update moves the selection (keys when focused, the mouse wheel always).
+// Update takes the table's keys, the filter's input and the mouse wheel.
 func (p *procPane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		page := max(p.visibleRows()-1, 1)
-		switch {
-		case key.Matches(msg, p.keys.Up):
-			p.move(-1)
-		case key.Matches(msg, p.keys.Down):
-			p.move(1)
-		case key.Matches(msg, p.keys.PageUp):
-			p.move(-page)
-		case key.Matches(msg, p.keys.PageDown):
-			p.move(page)
-		case key.Matches(msg, p.keys.Top):
-			p.move(-len(p.rows))
-		case key.Matches(msg, p.keys.Bottom):
-			p.move(len(p.rows))
+	case tea.PasteMsg:
+		if p.Capturing() {
+			p.input.Update(tea.KeyPressMsg{Text: strings.Map(func(r rune) rune {
+				if r == '\n' || r == '\r' || r == '\t' {
+					return ' '
+				}
+				return r
+			}, msg.Content)})
+			p.applyInput()
 		}
 	case tea.MouseWheelMsg:
 		switch msg.Button {
@@ -372,8 +477,99 @@ func (p *procPane) Update(msg tea.Msg) tea.Cmd {
 		case tea.MouseWheelDown:
 			p.move(3)
 		}
+	case tea.KeyPressMsg:
+		if p.Capturing() {
+			return p.onFilterKey(msg)
+		}
+		return p.onKey(msg)
 	}
 	return nil
+}
+
+func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, p.keys.Sort):
+		p.sortBy = (p.sortBy + 1) % nSortModes
+		p.refresh()
+		p.out.status(false, "processes sorted by %s", p.sortBy)
+	case key.Matches(k, p.keys.Filter):
+		p.input.SetValue(p.filter)
+		p.input.Focus()
+	case key.Matches(k, p.keys.Mine):
+		p.mineOnly = !p.mineOnly
+		p.refresh()
+	case key.Matches(k, p.keys.Group):
+		p.group = !p.group
+		p.refresh()
+	case key.Matches(k, p.keys.Kill):
+		if r, ok := p.Selected(); ok && p.focused {
+			p.out.post(killRequest{row: r})
+		} else {
+			p.out.status(true, "select a process first (tab to the process list)")
+		}
+	case !p.focused:
+	case key.Matches(k, p.keys.Enter):
+		p.enter()
+	default:
+		page := max(p.visibleRows()-1, 1)
+		switch {
+		case key.Matches(k, p.keys.Up):
+			p.move(-1)
+		case key.Matches(k, p.keys.Down):
+			p.move(1)
+		case key.Matches(k, p.keys.PageUp):
+			p.move(-page)
+		case key.Matches(k, p.keys.PageDown):
+			p.move(page)
+		case key.Matches(k, p.keys.Top):
+			p.move(-len(p.rows))
+		case key.Matches(k, p.keys.Bottom):
+			p.move(len(p.rows))
+		}
+	}
+	return nil
+}
+
+// enter opens the detail of the selected process or device; on a user's
+// row it shows that user's processes.
+func (p *procPane) enter() {
+	r, ok := p.Selected()
+	if !ok {
+		return
+	}
+	switch r.kind {
+	case rowUser:
+		p.group = false
+		p.setFilter(r.user)
+	case rowUnattr, rowUnlisted:
+		p.out.post(openDetail{dev: r.dev})
+	default:
+		p.out.post(openDetail{dev: r.dev, pid: r.proc.PID, start: r.proc.StartTime.UnixNano()})
+	}
+}
+
+func (p *procPane) onFilterKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "enter":
+		p.input.Blur()
+		return nil
+	case "esc":
+		p.input.Blur()
+		p.setFilter("")
+		return nil
+	case "ctrl+c":
+		return tea.Quit
+	}
+	p.input.Update(k)
+	p.applyInput()
+	return nil
+}
+
+func (p *procPane) applyInput() {
+	if v := p.input.Value(); v != p.filter {
+		p.filter = v
+		p.refresh()
+	}
 }
 
 // Selected returns the selected row.
@@ -384,44 +580,28 @@ func (p *procPane) Selected() (procRow, bool) {
 	return p.rows[p.sel], true
 }
 
-// columns are the widths of the process table at the pane's width.
-type columns struct {
-	gpu, pid, user, mem, pct, peak, age, cmd int
-	short                                    bool // sizes as "61.2G"
-}
-
-func (p *procPane) columns() columns {
-	c := columns{gpu: 3, pid: 7, user: 4, mem: 9, pct: 4, peak: 9, age: 6}
-	for _, r := range p.all {
-		c.gpu = max(c.gpu, len(r.devLabel))
-		c.user = max(c.user, len(r.proc.User))
+// table is the column table on screen.
+func (p *procPane) table() []procColumn {
+	if p.group {
+		return userColumns
 	}
-	c.gpu = min(c.gpu, 24) // room for "host:GPU"
-	c.user = min(c.user, 12)
-	// marker, then eight columns separated by a space.
-	fixed := func() int { return 2 + c.gpu + c.pid + c.user + c.mem + c.pct + c.peak + c.age + 7 }
-	if p.width-fixed() < 24 {
-		c.short = true
-		c.mem, c.peak = 6, 6
-		c.user = min(c.user, 8)
-	}
-	c.cmd = max(p.width-fixed(), 0)
-	return c
+	return procColumns
 }
 
 // View renders the column header and the visible rows.
-func (p procPane) View() string {
+func (p *procPane) View() string {
 	if p.width <= 0 || p.height <= 0 {
 		return ""
 	}
-	c := p.columns()
+	cols := p.table()
+	lay := layoutColumns(cols, p.all, p.width)
 	var b strings.Builder
 	b.Grow(p.width * p.height * 2)
+	sortBy := p.sortBy
 	if p.group {
-		b.WriteString(p.st.pColHeader.on(fit(p.groupHeader(c), p.width)))
-	} else {
-		b.WriteString(p.st.pColHeader.on(fit(p.header(c), p.width)))
+		sortBy = sortMem // users are always by memory
 	}
+	b.WriteString(p.st.pColHeader.on(fit(lay.header(sortBy), p.width)))
 	n := p.visibleRows()
 	if len(p.rows) == 0 && n > 0 {
 		b.WriteString("\n")
@@ -439,13 +619,7 @@ func (p procPane) View() string {
 	for i := p.off; i < len(p.rows) && i < p.off+n; i++ {
 		b.WriteString("\n")
 		r := p.rows[i]
-		var line string
-		if p.group {
-			line = p.groupLine(r, c)
-		} else {
-			line = p.line(r, c)
-		}
-		line = fit(line, p.width)
+		line := fit(lay.line(r), p.width)
 		switch {
 		case i == p.sel && p.focused:
 			line = p.st.pSelected.on(line)
@@ -466,90 +640,6 @@ func (p procPane) View() string {
 		b.WriteString(line)
 	}
 	return b.String()
-}
-
-func (p procPane) header(c columns) string {
-	arrow := func(s sortMode, name string) string {
-		if p.sortBy == s {
-			return name + "▼"
-		}
-		return name
-	}
-	return "  " + fit(arrow(sortGPU, "GPU"), c.gpu) + " " + fitRight(arrow(sortPID, "PID"), c.pid) + " " +
-		fit(arrow(sortUser, "USER"), c.user) + " " + fitRight(arrow(sortMem, "MEM"), c.mem) + " " +
-		fitRight("%", c.pct) + " " + fitRight(arrow(sortPeak, "PEAK"), c.peak) + " " +
-		fitRight(arrow(sortAge, "AGE"), c.age) + " " + fit("COMMAND", c.cmd)
-}
-
-func (p procPane) size(b uint64, c columns) string {
-	if c.short {
-		return fmtBytesShort(b)
-	}
-	return fmtBytes(b)
-}
-
-func (p procPane) line(r procRow, c columns) string {
-	marker := "  "
-	if r.mine {
-		marker = "● "
-	}
-	if r.kind == rowUnlisted {
-		return "  " + fit(r.devLabel, c.gpu) + " " + fitRight("-", c.pid) + " " + fit("-", c.user) + " " +
-			fitRight("", c.mem) + " " + fitRight("", c.pct) + " " + fitRight("", c.peak) + " " + fitRight("", c.age) + " " +
-			fit(unlistedText, c.cmd)
-	}
-	if r.kind == rowUnattr {
-		return "  " + fit(r.devLabel, c.gpu) + " " + fitRight("-", c.pid) + " " + fit("-", c.user) + " " +
-			fitRight(p.size(r.bytes, c), c.mem) + " " + fitRight(fmtPct(r.pct), c.pct) + " " +
-			fitRight("", c.peak) + " " + fitRight("", c.age) + " " +
-			fit("unattributed: other containers/namespaces, driver, leaked contexts", c.cmd)
-	}
-	pr := r.proc
-	user := pr.User
-	if user == "" {
-		user = "?"
-	}
-	mem, pct := na, ""
-	switch {
-	case pr.Exited:
-		mem = "exited"
-	case r.hasBytes:
-		mem, pct = p.size(r.bytes, c), fmtPct(r.pct)
-	}
-	peak := ""
-	if pr.PeakBytes > 0 {
-		peak = p.size(pr.PeakBytes, c)
-	}
-	age := ""
-	if r.hasAge {
-		age = fmtAge(r.age)
-	}
-	cmd := commandCell(pr)
-	return marker + fit(r.devLabel, c.gpu) + " " + fitRight(strconv.FormatUint(uint64(pr.PID), 10), c.pid) + " " +
-		fit(user, c.user) + " " + fitRight(mem, c.mem) + " " + fitRight(pct, c.pct) + " " +
-		fitRight(peak, c.peak) + " " + fitRight(age, c.age) + " " + fit(cmd, c.cmd)
-}
-
-func (p procPane) groupHeader(c columns) string {
-	return "  " + fit("USER", 18) + " " + fitRight("PROCS", 5) + " " + fitRight("GPUS", 4) + " " +
-		fitRight("MEM▼", c.mem) + " " + fitRight("%", c.pct) + " " + fitRight("PEAK", c.peak) + " " + "BIGGEST"
-}
-
-func (p procPane) groupLine(r procRow, c columns) string {
-	marker := "  "
-	if r.mine {
-		marker = "● "
-	}
-	peak := ""
-	if r.peak > 0 {
-		peak = p.size(r.peak, c)
-	}
-	mem, pct := na, ""
-	if r.hasBytes {
-		mem, pct = p.size(r.bytes, c), fmtPct(r.pct)
-	}
-	return marker + fit(r.user, 18) + " " + fitRight(strconv.Itoa(r.nprocs), 5) + " " + fitRight(strconv.Itoa(r.ngpus), 4) + " " +
-		fitRight(mem, c.mem) + " " + fitRight(pct, c.pct) + " " + fitRight(peak, c.peak) + " " + r.top
 }
 
 // commandCell is a process's COMMAND column, in the live view and the

@@ -88,59 +88,27 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	}
 	writeAligned(&b, devs, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, fleet, st, devStyle)
 
-	procs := [][]string{{"GPU", "PID", "USER", "MEM", "%", "PEAK", "AGE", "COMMAND"}}
+	procs := [][]string{procColumns.titles()}
 	var procStyle []func(string) string
-	withHost := severalHosts(snap)
-	for _, d := range snap.Devices {
-		label := procDeviceLabel(d, withHost)
-		if d.NoProcessList {
+	for _, r := range procRows(snap, "", nil) {
+		procs = append(procs, procColumns.cells(r))
+		switch {
+		case r.kind == rowUnlisted:
 			// Not "no processes": nobody can tell from here.
-			procs = append(procs, []string{label, "-", "-", "", "", "", "", unlistedText})
 			procStyle = append(procStyle, func(s string) string { return st.Dim.Render(s) })
-			continue
-		}
-		for _, p := range d.Processes {
-			user := p.User
-			if user == "" {
-				user = "?"
-			}
-			mem, pct := na, ""
-			switch {
-			case p.Exited:
-				mem = "exited"
-			case p.UsedBytes != nil:
-				mem, pct = fmtBytes(*p.UsedBytes), fmtPct(percent(*p.UsedBytes, d.MemoryTotal))
-			}
-			peak := ""
-			if p.PeakBytes > 0 {
-				peak = fmtBytes(p.PeakBytes)
-			}
-			age := ""
-			switch {
-			case !p.StartTime.IsZero():
-				age = fmtAge(snap.Time.Sub(p.StartTime))
-			case !p.FirstSeen.IsZero():
-				age = fmtAge(snap.Time.Sub(p.FirstSeen))
-			}
-			cmd := commandCell(p)
-			procs = append(procs, []string{label, strconv.FormatUint(uint64(p.PID), 10), user, mem, pct, peak, age, cmd})
-			if p.Exited {
-				procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
-			} else {
-				procStyle = append(procStyle, nil)
-			}
-		}
-		if d.Unattributed != nil && *d.Unattributed >= mib {
-			procs = append(procs, []string{label, "-", "-", fmtBytes(*d.Unattributed), fmtPct(percent(*d.Unattributed, d.MemoryTotal)), "", "",
-				"unattributed: other containers/namespaces, driver, leaked contexts"})
+		case r.kind == rowUnattr:
 			procStyle = append(procStyle, func(s string) string { return st.Unattr.Render(s) })
+		case r.proc.Exited:
+			procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
+		default:
+			procStyle = append(procStyle, nil)
 		}
 	}
 	b.WriteString("\n")
 	if len(procs) == 1 {
 		b.WriteString("no GPU processes\n")
 	} else {
-		writeAligned(&b, procs, map[int]bool{1: true, 3: true, 4: true, 5: true, 6: true}, false, st, procStyle)
+		writeAligned(&b, procs, procColumns.rightAligned(), false, st, procStyle)
 	}
 	return b.String()
 }
@@ -184,5 +152,253 @@ func writeAligned(b *strings.Builder, rows [][]string, right map[int]bool, shift
 			s = style[ri-1](s)
 		}
 		fmt.Fprintln(b, s)
+	}
+}
+
+// procColumn is one column of a process table. The live view and the
+// --once table are laid out from the same columns: titles, alignment,
+// widths and cells; the live view's minimum size is derived from them too.
+type procColumn struct {
+	title string
+	sort  sortMode // the sort that marks the title with ▼; noSort for none
+	right bool
+	// width is the column's least width in the live view; short its width
+	// in the narrow form (0: the same).
+	width, short int
+	// grow is the width a row's content wants, for a column that widens
+	// to its content up to most (shortMost in the narrow form); nil for a
+	// fixed width.
+	grow            func(procRow) int
+	most, shortMost int
+	// cell is the row's text; short asks for the narrow form ("61.2G").
+	cell func(r procRow, short bool) string
+}
+
+// columnTable is a table's columns, left to right; the last one takes the
+// room left and needs at least minLastWidth of it.
+type columnTable []procColumn
+
+const (
+	minLastWidth = 8  // the least of a command the live view shows
+	shortBelow   = 24 // the narrow form is used when the last column would get less
+	markerWidth  = 2  // "● " marks your processes in the live view
+)
+
+// procColumns is the process table.
+var procColumns = columnTable{
+	{title: "GPU", sort: sortGPU, width: 3, grow: func(r procRow) int { return len(r.devLabel) }, most: 24, shortMost: 24,
+		cell: func(r procRow, _ bool) string { return r.devLabel }},
+	{title: "PID", sort: sortPID, right: true, width: 7, cell: func(r procRow, _ bool) string {
+		if r.kind != rowProc {
+			return "-"
+		}
+		return strconv.FormatUint(uint64(r.proc.PID), 10)
+	}},
+	{title: "USER", sort: sortUser, width: 4, grow: func(r procRow) int { return len(r.proc.User) }, most: 12, shortMost: 8,
+		cell: func(r procRow, _ bool) string {
+			switch {
+			case r.kind != rowProc:
+				return "-"
+			case r.proc.User == "":
+				return "?"
+			}
+			return r.proc.User
+		}},
+	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
+		switch {
+		case r.kind == rowUnlisted:
+			return ""
+		case r.kind == rowProc && r.proc.Exited:
+			return "exited"
+		case r.hasBytes:
+			return sizeCell(r.bytes, short)
+		}
+		return na
+	}},
+	{title: "%", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string {
+		if !r.hasBytes {
+			return ""
+		}
+		return fmtPct(r.pct)
+	}},
+	{title: "PEAK", sort: sortPeak, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
+		if r.kind != rowProc || r.proc.PeakBytes == 0 {
+			return ""
+		}
+		return sizeCell(r.proc.PeakBytes, short)
+	}},
+	{title: "AGE", sort: sortAge, right: true, width: 6, cell: func(r procRow, _ bool) string {
+		if r.kind != rowProc || !r.hasAge {
+			return ""
+		}
+		return fmtAge(r.age)
+	}},
+	{title: "COMMAND", sort: noSort, cell: func(r procRow, _ bool) string {
+		switch r.kind {
+		case rowUnlisted:
+			return unlistedText
+		case rowUnattr:
+			return "unattributed: other containers/namespaces, driver, leaked contexts"
+		}
+		return commandCell(r.proc)
+	}},
+}
+
+// userColumns is the table grouped by user.
+var userColumns = columnTable{
+	{title: "USER", sort: noSort, width: 18, cell: func(r procRow, _ bool) string { return r.user }},
+	{title: "PROCS", sort: noSort, right: true, width: 5, cell: func(r procRow, _ bool) string { return strconv.Itoa(r.nprocs) }},
+	{title: "GPUS", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string { return strconv.Itoa(r.ngpus) }},
+	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
+		if !r.hasBytes {
+			return na
+		}
+		return sizeCell(r.bytes, short)
+	}},
+	{title: "%", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string {
+		if !r.hasBytes {
+			return ""
+		}
+		return fmtPct(r.pct)
+	}},
+	{title: "PEAK", sort: noSort, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
+		if r.peak == 0 {
+			return ""
+		}
+		return sizeCell(r.peak, short)
+	}},
+	{title: "BIGGEST", sort: noSort, cell: func(r procRow, _ bool) string { return r.top }},
+}
+
+func sizeCell(b uint64, short bool) string {
+	if short {
+		return fmtBytesShort(b)
+	}
+	return fmtBytes(b)
+}
+
+// titles are the column titles of the --once table.
+func (t columnTable) titles() []string {
+	out := make([]string, len(t))
+	for i, c := range t {
+		out[i] = c.title
+	}
+	return out
+}
+
+// cells are a row of the --once table.
+func (t columnTable) cells(r procRow) []string {
+	out := make([]string, len(t))
+	for i, c := range t {
+		out[i] = c.cell(r, false)
+	}
+	return out
+}
+
+func (t columnTable) rightAligned() map[int]bool {
+	out := map[int]bool{}
+	for i, c := range t {
+		if c.right {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// tableLayout is a table laid out at a width.
+type tableLayout struct {
+	cols   columnTable
+	widths []int
+	short  bool
+}
+
+// fixedWidth is the width of the marker, every column but the last and the
+// spaces between all of them.
+func (l tableLayout) fixedWidth() int {
+	w := markerWidth
+	for _, x := range l.widths[:len(l.widths)-1] {
+		w += x + 1
+	}
+	return w
+}
+
+// widen sets the widths for the narrow form or not.
+func (l *tableLayout) widen(rows []procRow, short bool) {
+	l.short = short
+	for i, c := range l.cols {
+		w := c.width
+		if short && c.short > 0 {
+			w = c.short
+		}
+		if c.grow != nil {
+			most := c.most
+			if short {
+				most = c.shortMost
+			}
+			for _, r := range rows {
+				w = max(w, c.grow(r))
+			}
+			w = min(w, most)
+		}
+		l.widths[i] = w
+	}
+}
+
+// layoutColumns lays the table out at width for rows: the narrow form where
+// the last column would get less than shortBelow.
+func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
+	l := tableLayout{cols: cols, widths: make([]int, len(cols))}
+	l.widen(rows, false)
+	if width-l.fixedWidth() < shortBelow {
+		l.widen(rows, true)
+	}
+	l.widths[len(l.widths)-1] = max(width-l.fixedWidth(), 0)
+	return l
+}
+
+// minWidth is the narrowest the table fits for rows: its narrow form and
+// minLastWidth of the last column.
+func (t columnTable) minWidth(rows []procRow) int {
+	l := tableLayout{cols: t, widths: make([]int, len(t))}
+	l.widen(rows, true)
+	return l.fixedWidth() + minLastWidth
+}
+
+// header is the title line; the column of sortBy has its ▼.
+func (l tableLayout) header(sortBy sortMode) string {
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", markerWidth))
+	for i, c := range l.cols {
+		t := c.title
+		if c.sort == sortBy && sortBy != noSort {
+			t += "▼"
+		}
+		l.writeCell(&b, i, t)
+	}
+	return b.String()
+}
+
+// line is a row.
+func (l tableLayout) line(r procRow) string {
+	var b strings.Builder
+	if r.mine {
+		b.WriteString("● ")
+	} else {
+		b.WriteString(strings.Repeat(" ", markerWidth))
+	}
+	for i, c := range l.cols {
+		l.writeCell(&b, i, c.cell(r, l.short))
+	}
+	return b.String()
+}
+
+func (l tableLayout) writeCell(b *strings.Builder, i int, s string) {
+	if i > 0 {
+		b.WriteByte(' ')
+	}
+	if l.cols[i].right {
+		b.WriteString(fitRight(s, l.widths[i]))
+	} else {
+		b.WriteString(fit(s, l.widths[i]))
 	}
 }

@@ -1,0 +1,147 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/vramtop/vramtop/advisor"
+)
+
+// helpScreen lists every key the current screen takes and what the marks
+// mean, in a viewport that scrolls when it does not fit.
+type helpScreen struct {
+	st     Styles
+	keys   keyMap
+	th     advisor.Thresholds
+	title  string
+	groups [][]key.Binding
+	width  int
+	height int
+	vp     viewport.Model
+}
+
+func newHelpScreen() helpScreen {
+	return helpScreen{vp: viewport.New()}
+}
+
+func (h *helpScreen) setStyles(st Styles, keys keyMap, th advisor.Thresholds, title string) {
+	h.st, h.keys, h.th, h.title = st, keys, th, title
+	h.vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
+	h.refresh()
+}
+
+// SetGroups sets the keys listed, by theme.
+func (h *helpScreen) SetGroups(groups [][]key.Binding) {
+	h.groups = groups
+	h.refresh()
+}
+
+func (h *helpScreen) SetSize(w, hh int) {
+	if w == h.width && hh == h.height {
+		return
+	}
+	h.width, h.height = w, hh
+	h.refresh()
+}
+
+func (h *helpScreen) Bindings() []key.Binding {
+	return []key.Binding{h.keys.Up, h.keys.Down, h.keys.PageUp, h.keys.PageDown, h.keys.Top, h.keys.Bottom, h.keys.Help, h.keys.Back}
+}
+
+// Update scrolls.
+func (h *helpScreen) Update(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, h.keys.Top):
+			h.vp.GotoTop()
+			return nil
+		case key.Matches(k, h.keys.Bottom):
+			h.vp.GotoBottom()
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	h.vp, cmd = h.vp.Update(msg)
+	return cmd
+}
+
+// refresh lays the content out at the width and fits the viewport to the
+// height: a scroll line under it when the content does not fit.
+func (h *helpScreen) refresh() {
+	if h.width <= 0 || h.height <= 0 {
+		return
+	}
+	content := h.content()
+	h.vp.SetWidth(h.width)
+	vh := h.height
+	if lipgloss.Height(content) > vh {
+		vh--
+	}
+	h.vp.SetHeight(max(vh, 1))
+	y := h.vp.YOffset()
+	h.vp.SetContent(content)
+	h.vp.SetYOffset(y)
+}
+
+func (h *helpScreen) View() string {
+	if h.width <= 0 || h.height <= 0 {
+		return ""
+	}
+	v := h.vp.View()
+	if h.vp.TotalLineCount() <= h.vp.Height() {
+		return v
+	}
+	more := fmt.Sprintf("  ↑/↓ pgup/pgdn: scroll · %d%% · ? or esc: close", int(h.vp.ScrollPercent()*100+0.5))
+	return v + "\n" + h.st.Dim.Render(fit(more, h.width))
+}
+
+// content is the key list, in as many columns as the width takes, and the
+// legend of the marks.
+func (h *helpScreen) content() string {
+	st := h.st
+	var lines []string
+	for _, g := range h.groups {
+		for _, b := range g {
+			if b.Enabled() {
+				lines = append(lines, st.Accent.Render(fit(b.Help().Key, 9))+" "+b.Help().Desc)
+			}
+		}
+	}
+	th := h.th
+	legend := strings.Join([]string{
+		st.Title.Render("What the marks mean"),
+		st.Severity(advisor.Info).Render(glyphUsed+glyphUsed) + " used  " + st.Reserved.Render(glyphReserved+glyphReserved) + " reserved by the driver  " + st.Free.Render(glyphFree+glyphFree) + " free",
+		fmt.Sprintf("bars and graphs turn %s at %.0f%% and %s at %.0f%% (--warn, --crit); ┈ marks those levels",
+			st.Severity(advisor.Warn).Render("yellow / WARN"), th.Warn, st.Severity(advisor.Crit).Render("red / CRIT"), th.Crit),
+		"graphs keep the peak of each column: a short spike the sampler saw stays visible",
+		st.Mine.Render("● bold") + " your processes   " + st.Others.Render("others'") + "   " + st.Exited.Render("dim: exited (peak kept)") + "   " + st.Unattr.Render("unattributed: memory no visible process owns"),
+		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
+	}, "\n")
+	title := st.Title.Render(h.title+" — keys") + st.Dim.Render("   (? or esc to close)")
+	// As many columns of keys as the width takes.
+	colW := 0
+	for _, l := range lines {
+		colW = max(colW, lipgloss.Width(l))
+	}
+	ncol := clamp(h.width/(colW+3), 1, 4)
+	rows := (len(lines) + ncol - 1) / ncol
+	var cols []string
+	for c := 0; c < ncol; c++ {
+		lo, hi := c*rows, min((c+1)*rows, len(lines))
+		if lo >= hi {
+			break
+		}
+		col := make([]string, 0, rows)
+		for _, l := range lines[lo:hi] {
+			col = append(col, fit(l, colW+3))
+		}
+		cols = append(cols, strings.Join(col, "\n"))
+	}
+	grid := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
+	return clampLines(title+"\n\n"+grid+"\n\n"+legend, h.width, 1<<20)
+}
