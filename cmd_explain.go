@@ -13,10 +13,6 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 )
 
-func init() {
-	register("explain", "explain an out-of-memory crash from its log (FILE or stdin)", runExplain)
-}
-
 // explainStdin is where `vramtop explain` reads a log from when no file is named.
 var explainStdin io.Reader = os.Stdin
 
@@ -89,7 +85,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
 	var sf sourceFlags
-	sf.add(fs)
+	sf.addDemo(fs)
 	// Flags may come after the file name.
 	var files []string
 	rest := args

@@ -11,10 +11,6 @@ import (
 	"github.com/vramtop/vramtop/ui"
 )
 
-func init() {
-	register("fleet", "the live view over many hosts, read from Prometheus", runFleet)
-}
-
 // Fleet cadence: Prometheus scrapes every 15 s or so by default; asking it
 // every second would mostly read the same values again.
 const (

@@ -6,11 +6,8 @@ import (
 	"io"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/units"
 )
-
-func init() {
-	register("pick", "print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", runPick)
-}
 
 // runPick prints the freest GPU (or a comma list, freest first) and exits
 // 1 with one line on stderr when too few have the memory asked for.
@@ -21,13 +18,13 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"printed by UUID. Exits 1 when too few GPUs qualify. On a host with mixed GPU\n"+
 		"models also set CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does.\n\n", stderr)
 	var sf sourceFlags
-	sf.add(fs)
-	minFree := fs.String("min-free", "0", "pick only GPUs with at least this much free `size` (20GiB, 20G, 512MiB, 1.5TiB, bytes; units are powers of 2)")
+	sf.addDemo(fs)
+	minFree := fs.String("min-free", "0", "pick only GPUs with at least this much free `size` (20GiB = 20·2^30 bytes, 20GB = 20·10^9, 512MiB, 1.5TiB, bytes)")
 	count := fs.Int("count", 1, "how many GPUs to pick (`n`)")
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	size, err := advisor.ParseByteSize(*minFree)
+	size, err := units.ParseSize(*minFree)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop pick: --min-free: %v\n", err)
 		return exitUsage

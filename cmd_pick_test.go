@@ -75,7 +75,7 @@ func TestPickMinFreeAcceptsUnits(t *testing.T) {
 	// The demo's freest GPU has more than 20 GiB free, less than 1 TiB:
 	// every spelling of 20 GiB picks the same GPU, and 1 TiB none.
 	first := ""
-	for _, size := range []string{"20GiB", "20G", "20480MiB", "21474836480"} {
+	for _, size := range []string{"20GiB", "20Gi", "20480MiB", "21474836480", "21.474836480GB"} {
 		out, errOut, code := runPickArgs("--demo", "--min-free", size)
 		if code != 0 || out == "" || first != "" && out != first {
 			t.Errorf("--min-free %s: exit %d, %q %q (first pick %q)", size, code, out, errOut, first)

@@ -12,20 +12,15 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-func init() {
-	register("record", "record GPU memory to a file, headless (replay it with vramtop replay)", runRecord)
-}
-
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop record", "Usage: vramtop record -o FILE [flags]\n\nAppends a snapshot of every GPU to FILE at each interval, one JSON line each,\nuntil interrupted (Ctrl-C, SIGTERM) or --duration has passed.\n\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
-	out := fs.String("o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
-	fs.StringVar(out, "output", "", "the same as -o")
+	out := fs.StringP("output", "o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (e.g. 100M): FILE becomes FILE.1, …")
 	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
-	quiet := fs.Bool("q", false, "print nothing but errors")
+	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors")
 	if code, ok := parseNoArgs(fs, args, stderr, " (the file is given with -o)"); !ok {
 		return code
 	}

@@ -2,21 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/replay"
 	"github.com/vramtop/vramtop/ui"
 )
-
-func init() {
-	register("replay", "replay a recording in the live view, or print one moment of it", runReplay)
-}
 
 // The player is what the live view's replay keys drive.
 var _ ui.ReplayControl = (*replay.Player)(nil)
@@ -119,7 +116,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // parseInterspersed parses flags that may come before, between or after
 // the positional arguments ("replay FILE --once --json"); "--" ends the
 // flags.
-func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) (pos []string, code int, ok bool) {
+func parseInterspersed(fs *pflag.FlagSet, args []string, stderr io.Writer) (pos []string, code int, ok bool) {
 	for {
 		if code, ok := parse(fs, args, stderr); !ok {
 			return nil, code, false

@@ -18,10 +18,6 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-func init() {
-	register("run", "run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", runRun)
-}
-
 // demoJobDevice is the demo GPU a job started with --demo shows on (the
 // H200).
 const demoJobDevice = 2
@@ -35,6 +31,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
 		"else held memory then, a plot, and the diagnosis of an out-of-memory error in its stderr.\n"+
 		"The exit status is CMD's (128+N when signal N killed it).\n\n", stderr)
+	fs.SetInterspersed(false) // the flags after CMD are CMD's
 	var sf sourceFlags
 	sf.add(fs)
 	// A job is watched closely: device memory four times a second, so the

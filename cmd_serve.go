@@ -10,10 +10,6 @@ import (
 	"github.com/vramtop/vramtop/exporter"
 )
 
-func init() {
-	register("serve", "export GPU memory as Prometheus metrics (/metrics, /healthz)", runServe)
-}
-
 // defaultListen is loopback only: exporting to other hosts is a choice
 // (--listen :9400), not a default.
 const defaultListen = "127.0.0.1:9400"

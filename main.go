@@ -6,19 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"os/user"
+	"runtime/debug"
 	"runtime/pprof"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
@@ -27,21 +26,10 @@ import (
 	"github.com/vramtop/vramtop/ui"
 )
 
-// version is set at build time: -ldflags "-X main.version=1.2.3".
-var version = "dev"
-
-// A command is a subcommand of vramtop: `vramtop NAME [flags]`.
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-var commands = map[string]command{}
-
-// register adds a subcommand; each cmd_*.go file registers its own.
-func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
-	commands[name] = command{summary: summary, run: run}
-}
+// version is set at build time: -ldflags "-X main.version=1.2.3"; when
+// it is not, main sets it from the module version and VCS revision the Go
+// toolchain recorded (buildVersion).
+var version = ""
 
 // exitUsage is the exit status for bad flags or arguments.
 const exitUsage = 2
@@ -54,46 +42,22 @@ func main() {
 			pprof.StartCPUProfile(f)
 		}
 	}
+	version = buildVersion(version, debug.ReadBuildInfo)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
 	stop()
 	os.Exit(code)
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		if c, ok := commands[args[0]]; ok {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-		if args[0] == "help" {
-			usage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "vramtop: unknown command %q (see vramtop --help)\n", args[0])
-		return exitUsage
-	}
-	return runTop(ctx, args, stdout, stderr)
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "vramtop %s: GPU memory, live.\n\nUsage:\n  vramtop [flags]            the live view (a table when stdout is not a terminal)\n", version)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  vramtop %-18s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintf(w, "\nFlags of the live view (vramtop COMMAND --help for a command's):\n")
-}
-
 // demoFlag is --demo (always), --demo=auto (when no GPU driver is found) or
 // --demo=false.
 type demoFlag string
 
-func (d *demoFlag) String() string   { return string(*d) }
-func (d *demoFlag) IsBoolFlag() bool { return true }
+func (d *demoFlag) String() string { return string(*d) }
+
+// Type is "bool": --demo alone means on (NoOptDefVal), and help shows no
+// value for it.
+func (d *demoFlag) Type() string { return "bool" }
 func (d *demoFlag) Set(s string) error {
 	switch s {
 	case "true", "1", "on":
@@ -115,10 +79,22 @@ type sourceFlags struct {
 	history  time.Duration
 }
 
-func (f *sourceFlags) add(fs *flag.FlagSet) {
-	fs.Var(&f.demo, "demo", "show the built-in demo GPUs (`auto`: only when no NVIDIA driver is found)")
-	fs.DurationVar(&f.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest)")
+func (f *sourceFlags) add(fs *pflag.FlagSet) {
+	f.addDemo(fs)
+	f.addInterval(fs)
 	fs.DurationVar(&f.history, "history", sampler.DefaultHistory, "how much history to keep")
+}
+
+// addDemo adds only --demo, for commands that read the GPUs once (explain
+// --live, pick): they keep no history and sample at no interval.
+func (f *sourceFlags) addDemo(fs *pflag.FlagSet) {
+	fs.Var(&f.demo, "demo", "show the built-in demo GPUs (--demo=auto or --demo auto: only when no NVIDIA driver is found)")
+	fs.Lookup("demo").NoOptDefVal = "true"
+}
+
+// addInterval adds --interval.
+func (f *sourceFlags) addInterval(fs *pflag.FlagSet) {
+	fs.DurationVar(&f.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest)")
 }
 
 // open returns the source the flags ask for: NVML, or the demo.
@@ -185,7 +161,7 @@ type thresholdFlags struct{ advisor.Thresholds }
 
 // add adds the flags; what, when not empty, says what the thresholds
 // drive ("vramtop_alert").
-func (t *thresholdFlags) add(fs *flag.FlagSet, what string) {
+func (t *thresholdFlags) add(fs *pflag.FlagSet, what string) {
 	t.Thresholds = advisor.DefaultThresholds()
 	if what != "" {
 		what += ": "
@@ -196,7 +172,7 @@ func (t *thresholdFlags) add(fs *flag.FlagSet, what string) {
 
 // valid reports whether the thresholds make sense, printing why not after
 // the command's name.
-func (t *thresholdFlags) valid(fs *flag.FlagSet, stderr io.Writer) bool {
+func (t *thresholdFlags) valid(fs *pflag.FlagSet, stderr io.Writer) bool {
 	if err := t.Validate(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return false
@@ -204,25 +180,39 @@ func (t *thresholdFlags) valid(fs *flag.FlagSet, stderr io.Writer) bool {
 	return true
 }
 
-// newFlagSet is the flag set of a command named name ("vramtop serve"):
-// --help prints head, then the flags.
-func newFlagSet(name, head string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// newFlagSet is the flag set of a command named name ("vramtop serve");
+// head is its help: "Usage: vramtop serve [flags]", a blank line, what it
+// does. Flags are GNU style (--name value, --name=value) and may follow
+// arguments. A command defines its flags and calls parse before it does
+// anything else: the command table learns a command's flags by running it
+// with a describer as stderr (describe), which parse stops at once.
+func newFlagSet(name, head string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, head)
-		fs.PrintDefaults()
+		fmt.Fprint(stderr, fs.FlagUsages())
+	}
+	if d, ok := stderr.(*describer); ok {
+		d.fs, d.head = fs, head
 	}
 	return fs
 }
 
 // parse parses args into fs; help prints usage and returns 0, bad flags
-// return exitUsage. ok is true when the command should go on.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	fs.SetOutput(stderr)
+// print one line and return exitUsage. ok is true when the command should
+// go on.
+func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if _, ok := stderr.(*describer); ok {
+		return 0, false
+	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.Usage()
 			return 0, false
 		}
+		fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", fs.Name(), err, fs.Name())
 		return exitUsage, false
 	}
 	return 0, true
@@ -230,7 +220,7 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool
 
 // parseNoArgs is parse for a command that takes no arguments: one left over
 // is printed, with hint after it, and returns exitUsage.
-func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer, hint string) (code int, ok bool) {
+func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, hint string) (code int, ok bool) {
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code, false
 	}
@@ -242,7 +232,7 @@ func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer, hint string)
 }
 
 func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vramtop", flag.ContinueOnError)
+	fs := newFlagSet("vramtop", "Usage: vramtop [flags]\n\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	once := fs.Bool("once", false, "print one sample as a table and exit")
@@ -250,17 +240,8 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var th thresholdFlags
 	th.add(fs, "")
 	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		usage(stderr)
-		fs.PrintDefaults()
-	}
 	if code, ok := parseNoArgs(fs, args, stderr, " (see vramtop --help)"); !ok {
 		return code
-	}
-	if *showVersion {
-		fmt.Fprintf(stdout, "vramtop %s\n", version)
-		return 0
 	}
 	if !th.valid(fs, stderr) {
 		return exitUsage

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vramtop/vramtop/config"
+)
+
+// runFunc runs a command: args are what follows its name, the result is
+// the exit status.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// A command is a line of the command table: `vramtop NAME [flags]`.
+type command struct {
+	name    string
+	summary string
+	run     runFunc
+	// settings are the config keys (config.Keys) that give this command's
+	// flags of the same name their defaults.
+	settings []string
+	// passArgs: flags end at the first argument, which and whatever
+	// follows are the command's own (vramtop run python train.py --lr 3).
+	passArgs bool
+}
+
+// commands is the command table; `vramtop` alone is the live view (runTop).
+func commands() []command {
+	return []command{
+		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain},
+		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", run: runPick},
+		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"}},
+		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true},
+		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},
+		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}},
+		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
+		{name: "fleet", summary: "The live view over many hosts, read from Prometheus", run: runFleet, settings: []string{"warn", "crit", "history", "color"}},
+		{name: "config", summary: "Print the settings in effect and where each came from", run: runConfig},
+		{name: "man", summary: "Print the manual page (roff): vramtop man | man -l -", run: runMan},
+	}
+}
+
+// topSettings are the config keys of the live view.
+var topSettings = []string{"warn", "crit", "interval", "history", "bell", "color"}
+
+// describer is the stderr a command is described with: newFlagSet hands
+// it the command's flag set and help, and parse stops the command before
+// it reads anything.
+type describer struct {
+	fs   *pflag.FlagSet
+	head string
+}
+
+func (*describer) Write(p []byte) (int, error) { return len(p), nil }
+
+// describe returns run's flags and help text.
+func describe(run runFunc) (*pflag.FlagSet, string) {
+	d := &describer{}
+	run(context.Background(), nil, io.Discard, d)
+	if d.fs == nil {
+		panic("command defines no flag set: it must call newFlagSet then parse first")
+	}
+	return d.fs, d.head
+}
+
+// cobraCommand is c for cobra: its usage line and description from its
+// help text, its flags, and a run that hands the arguments as typed
+// (*raw) to c.run, which parses them itself.
+func cobraCommand(name string, run runFunc, settings []string, cfg config.Settings, raw *[]string, code *int) *cobra.Command {
+	fs, head := describe(run)
+	use, long := splitHead(name, head)
+	cmd := &cobra.Command{
+		Use:               use,
+		Long:              long,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			applyColor(cfg)
+			args := append(configArgs(fs, settings, cfg), *raw...)
+			*code = run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return nil
+		},
+	}
+	for _, key := range settings {
+		if f := fs.Lookup(key); f != nil {
+			if v, ok := cfg.Get(key); ok {
+				f.DefValue = v.Value
+			}
+		}
+	}
+	cmd.Flags().AddFlagSet(fs)
+	cmd.Flags().SortFlags = false
+	return cmd
+}
+
+// splitHead reads a help text "Usage: vramtop NAME ARGS\n\nWhat it
+// does.\n\nFlags:\n" as a usage line ("NAME ARGS") and a description.
+func splitHead(name, head string) (use, long string) {
+	first, rest, _ := strings.Cut(head, "\n")
+	use = name
+	if u, ok := strings.CutPrefix(strings.TrimSpace(first), "Usage: vramtop"); ok {
+		use = strings.TrimSpace(name + " " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(u), name)))
+	}
+	long = strings.TrimSpace(rest)
+	long = strings.TrimSpace(strings.TrimSuffix(long, "Flags:"))
+	return use, long
+}
+
+// configArgs are the flags that the config file and environment set for
+// a command, to go before the arguments typed: a flag typed later wins.
+func configArgs(fs *pflag.FlagSet, settings []string, cfg config.Settings) []string {
+	var args []string
+	for _, key := range settings {
+		if v, ok := cfg.Get(key); ok && fs.Lookup(key) != nil {
+			args = append(args, "--"+key+"="+v.Value)
+		}
+	}
+	return args
+}
+
+// applyColor makes the color setting what the terminal libraries read:
+// NO_COLOR for never, CLICOLOR_FORCE for always.
+func applyColor(cfg config.Settings) {
+	v, ok := cfg.Get("color")
+	if !ok {
+		return
+	}
+	switch v.Value {
+	case "never":
+		os.Setenv("NO_COLOR", "1")
+	case "always":
+		os.Unsetenv("NO_COLOR")
+		os.Setenv("CLICOLOR_FORCE", "1")
+	}
+}
+
+// demoValues are the values --demo takes as a separate argument.
+var demoValues = map[string]bool{"auto": true, "on": true, "off": true, "true": true, "false": true}
+
+// joinDemo reads "--demo auto" as "--demo=auto" (--demo alone means on,
+// so the flag takes no separate value otherwise); "--" ends the flags.
+func joinDemo(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "--demo" && i+1 < len(args) && demoValues[args[i+1]] {
+			a = "--demo=" + args[i+1]
+			i++
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// newRoot is the vramtop command and its subcommands. raw is set, before
+// it runs, to the arguments that follow the command's name; the command's
+// exit status goes to *code.
+func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
+	root := cobraCommand("vramtop", runTop, topSettings, cfg, raw, code)
+	root.Use = "vramtop"
+	root.Short = "GPU memory, live"
+	root.Long = "vramtop shows GPU memory live: each GPU's use and history, who holds it, warnings before a\n" +
+		"card runs out and what to do about it. On a terminal it is the live view (q quits, ? lists the\n" +
+		"keys); piped, or with --once, it prints one table (--json: one JSON document).\n\n" +
+		"Settings: " + configHelp()
+	root.Args = cobra.NoArgs
+	root.Version = version
+	root.SetVersionTemplate("vramtop {{.Version}}\n")
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SuggestionsMinimumDistance = 2
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, c := range commands() {
+		sub := cobraCommand(c.name, c.run, c.settings, cfg, raw, code)
+		sub.Short = c.summary
+		if c.passArgs {
+			sub.Flags().SetInterspersed(false)
+		}
+		root.AddCommand(sub)
+	}
+	return root
+}
+
+func configHelp() string {
+	return "$XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml) and VRAMTOP_*\n" +
+		"variables: vramtop config prints them, vramtop config --example a file with every key.\n" +
+		"Flags win over the environment, the environment over the file."
+}
+
+type usageError struct{ error }
+
+// dispatch runs the command args name (the live view when none) and
+// returns its exit status: 2 with one line on stderr for bad usage.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		return exitUsage
+	}
+	args = joinDemo(args)
+	var raw []string
+	code := 0
+	root := newRoot(cfg, &raw, &code)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(os.Stdin)
+	if _, rest, err := root.Find(args); err == nil {
+		raw = rest
+	}
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, usageLine(root, cmd, err))
+		return exitUsage
+	}
+	return code
+}
+
+// usageLine is err as one line, after the command's name, with where to
+// read more.
+func usageLine(root, cmd *cobra.Command, err error) string {
+	name := "vramtop"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if arg, ok := strings.CutPrefix(msg, "unknown command "); ok {
+		arg, _, _ = strings.Cut(arg, " for ")
+		msg = "unknown command " + arg
+		if s := root.SuggestionsFor(strings.Trim(arg, `"`)); len(s) > 0 {
+			msg += " (did you mean " + s[0] + "?)"
+		}
+	}
+	var ue usageError
+	if !errors.As(err, &ue) && !strings.HasPrefix(msg, "unknown command") {
+		return name + ": " + msg
+	}
+	return name + ": " + msg + " (see " + name + " --help)"
+}
+
+// buildVersion is what --version prints: the version given at link time
+// (-X main.version=1.2.3), else the module version go install recorded
+// (v1.2.3) and the VCS revision the build came from, else "dev".
+func buildVersion(linked string, info func() (*debug.BuildInfo, bool)) string {
+	if linked != "" {
+		return linked
+	}
+	bi, ok := info()
+	if !ok {
+		return "dev"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) {
+		v += " (" + rev[:min(12, len(rev))] + dirty + ")"
+	}
+	return v
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vramtop/vramtop/config"
+)
+
+// runConfig prints every setting in effect and where it came from: a
+// flag given here, the environment, the config file (with its line), or
+// the default.
+func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("vramtop config", "Usage: vramtop config [--example] [--KEY VALUE ...]\n\n"+
+		"Prints each setting in effect and where it came from. A setting is read from the config file\n"+
+		"($XDG_CONFIG_HOME/vramtop/config.toml, or the file $VRAMTOP_CONFIG names), then from its\n"+
+		"VRAMTOP_* variable, then from the flag of the same name, each winning over the one before.\n"+
+		"Give flags here to see how they combine.\n\n", stderr)
+	example := fs.Bool("example", false, "print a config file with every key, commented, instead")
+	defaults := settingDefaults()
+	for _, k := range config.Keys() {
+		fs.String(k.Name, defaults[k.Name], k.Doc)
+	}
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
+		return code
+	}
+	if *example {
+		fmt.Fprint(stdout, config.Documented())
+		return 0
+	}
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop config: %v\n", err)
+		return exitUsage
+	}
+	path, _ := config.Path(os.Getenv)
+	switch {
+	case cfg.File != "":
+		fmt.Fprintf(stdout, "config file: %s\n", cfg.File)
+	case path != "":
+		fmt.Fprintf(stdout, "config file: %s (none there)\n", path)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, k := range config.Keys() {
+		v, from := defaults[k.Name], "default"
+		if f, ok := cfg.Get(k.Name); ok {
+			v, from = f.Value, f.Origin
+		}
+		if f := fs.Lookup(k.Name); f.Changed {
+			v, from = f.Value.String(), "--"+k.Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, v, from)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(stderr, "vramtop config: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// settingDefaults are the defaults of the flags that the settings give
+// values to: the live view's, and vramtop serve's --listen.
+func settingDefaults() map[string]string {
+	d := map[string]string{"color": "auto"}
+	for _, run := range []runFunc{runTop, runServe} {
+		fs, _ := describe(run)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if _, ok := config.KeyNamed(f.Name); ok {
+				if _, set := d[f.Name]; !set {
+					d[f.Name] = f.DefValue
+				}
+			}
+		})
+	}
+	return d
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	mcobra "github.com/muesli/mango-cobra"
+	"github.com/muesli/roff"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vramtop/vramtop/config"
+)
+
+// runMan prints vramtop's manual page: every command and flag, the
+// settings and their environment variables.
+func runMan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("vramtop man", "Usage: vramtop man\n\nPrints the manual page (roff) of vramtop and its commands: vramtop man | man -l -\n\n", stderr)
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
+		return code
+	}
+	if _, err := io.WriteString(stdout, manPage()); err != nil {
+		fmt.Fprintf(stderr, "vramtop man: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// manPage is the page as roff.
+func manPage() string {
+	var raw []string
+	var code int
+	root := newRoot(config.Settings{}, &raw, &code)
+	forMan(root)
+	page, err := mcobra.NewManPage(1, root)
+	if err != nil {
+		panic(err) // only for a command without a name
+	}
+	var env strings.Builder
+	for _, k := range config.Keys() {
+		fmt.Fprintf(&env, "%s\n    %s (the %s setting)\n\n", k.Env, k.Doc, k.Name)
+	}
+	env.WriteString("VRAMTOP_CONFIG\n    the config file to read instead of the default one\n\nNO_COLOR\n    no colours (as color = \"never\")\n")
+	page.WithSection("Environment", env.String())
+	page.WithSection("Files", "$XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml)\n    "+
+		"the settings, one key = value each; vramtop config --example prints one with every key")
+	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify), 2 bad usage; vramtop run exits with the status of its command")
+	return page.Build(roff.NewDocument())
+}
+
+// forMan readies c and its subcommands' text for roff: a paragraph's
+// lines joined (roff fills them), a flag's value name without the
+// backquotes that mark it for --help ("percent", not "`percent`").
+func forMan(c *cobra.Command) {
+	paras := strings.Split(c.Long, "\n\n")
+	for i, p := range paras {
+		paras[i] = strings.Join(strings.Fields(p), " ")
+	}
+	c.Long = strings.Join(paras, "\n\n")
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if name, _ := pflag.UnquoteUsage(f); name != "" {
+			f.Usage = "(" + strings.ToUpper(name) + ") " + strings.ReplaceAll(f.Usage, "`", "")
+		}
+	})
+	for _, sub := range c.Commands() {
+		forMan(sub)
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/units"
+)
+
+// defaultSettle is how long a GPU must keep qualifying before wait takes
+// it: long enough that a job between two steps, or restarting, does not
+// look like a free card.
+const defaultSettle = 10 * time.Second
+
+// runWait blocks until enough GPUs qualify and have kept qualifying for
+// the settle time, then prints them as pick does.
+func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo]\n\n"+
+		"Waits until --count GPUs each have --min-free free (and at most --max-util utilization), and\n"+
+		"have kept it for --settle, then prints them as vramtop pick does, freest first:\n"+
+		"CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB) python train.py starts the job on the first\n"+
+		"card that frees up. Exit status: 0 picked, 1 timed out (or interrupted), 2 bad usage.\n\n", stderr)
+	var sf sourceFlags
+	sf.addDemo(fs)
+	sf.addInterval(fs)
+	minFree := fs.String("min-free", "0", "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)")
+	count := fs.Int("count", 1, "how many GPUs to wait for (`n`)")
+	maxUtil := fs.Float64("max-util", 100, "and at most this utilization `percent` (a GPU that reports none qualifies)")
+	settle := fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
+	timeout := fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
+	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
+		return code
+	}
+	size, err := units.ParseSize(*minFree)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop wait: --min-free: %v\n", err)
+		return exitUsage
+	}
+	switch {
+	case *count < 1:
+		fmt.Fprintf(stderr, "vramtop wait: --count %d: want at least 1\n", *count)
+		return exitUsage
+	case math.IsNaN(*maxUtil) || *maxUtil < 0 || *maxUtil > 100:
+		fmt.Fprintf(stderr, "vramtop wait: --max-util %g: want a percentage from 0 to 100\n", *maxUtil)
+		return exitUsage
+	case *settle < 0 || *timeout < 0:
+		fmt.Fprintln(stderr, "vramtop wait: --settle and --timeout cannot be negative")
+		return exitUsage
+	}
+	s, code := sf.newSampler(stderr)
+	if s == nil {
+		return code
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	w := newWaiter(advisor.PickOptions{MinFree: size, Count: *count}, *maxUtil, *settle)
+	var status func(string)
+	if isTerminal(stderr) {
+		status = func(line string) { fmt.Fprintf(stderr, "\r\x1b[Kvramtop wait: %s", line) }
+	}
+	picks, err := w.wait(ctx, s, status)
+	if status != nil {
+		fmt.Fprint(stderr, "\r\x1b[K")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop wait: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, advisor.JoinPicks(picks))
+	return 0
+}
+
+// waiter follows snapshots until opt.Count devices have qualified for
+// settle without a break.
+type waiter struct {
+	opt     advisor.PickOptions
+	maxUtil float64
+	settle  time.Duration
+	since   map[string]time.Time // device ID → since when it qualifies
+	reason  string               // why no pick yet, for the status line and the timeout
+}
+
+func newWaiter(opt advisor.PickOptions, maxUtil float64, settle time.Duration) *waiter {
+	return &waiter{opt: opt, maxUtil: maxUtil, settle: settle, since: map[string]time.Time{}}
+}
+
+// qualifies reports whether device i of snap is one pick would take with
+// at least opt.MinFree free, and is not busier than maxUtil.
+func (w *waiter) qualifies(snap sampler.Snapshot, i int) bool {
+	d := &snap.Devices[i]
+	if d.UtilizationPercent != nil && *d.UtilizationPercent > w.maxUtil {
+		return false
+	}
+	one := snap
+	one.Devices = snap.Devices[i : i+1]
+	_, err := advisor.PickDevices(one, advisor.PickOptions{MinFree: w.opt.MinFree, Count: 1})
+	return err == nil
+}
+
+// observe takes the snapshot of time snap.Time and returns the picks once
+// opt.Count devices have qualified since settle ago or earlier.
+func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
+	now := snap.Time
+	settled := snap
+	settled.Devices = nil
+	seen := map[string]bool{}
+	qualifying := 0
+	var soonest time.Duration = -1
+	for i := range snap.Devices {
+		d := &snap.Devices[i]
+		if !w.qualifies(snap, i) {
+			continue
+		}
+		seen[d.ID] = true
+		qualifying++
+		t, ok := w.since[d.ID]
+		if !ok {
+			t = now
+			w.since[d.ID] = now
+		}
+		if left := w.settle - now.Sub(t); left > 0 {
+			if soonest < 0 || left < soonest {
+				soonest = left
+			}
+			continue
+		}
+		settled.Devices = append(settled.Devices, *d)
+	}
+	for id := range w.since {
+		if !seen[id] {
+			delete(w.since, id) // a break: it starts over
+		}
+	}
+	if len(settled.Devices) >= w.opt.Count {
+		picks, err := advisor.PickDevices(settled, w.opt)
+		if err == nil {
+			return picks, true
+		}
+	}
+	want := fmt.Sprintf("%d GPU%s", w.opt.Count, map[bool]string{true: "", false: "s"}[w.opt.Count == 1])
+	if w.opt.MinFree > 0 {
+		want += " with " + advisor.FormatBytes(w.opt.MinFree) + " free"
+	}
+	switch {
+	case qualifying >= w.opt.Count:
+		w.reason = fmt.Sprintf("%d qualify, settling (%v left of %v)", qualifying, soonest.Round(time.Second), w.settle)
+	default:
+		_, err := advisor.PickDevices(snap, w.opt)
+		w.reason = fmt.Sprintf("waiting for %s: %v", want, err)
+		if err == nil {
+			w.reason = fmt.Sprintf("waiting for %s: too busy (above %g%% utilization)", want, w.maxUtil)
+		}
+	}
+	return nil, false
+}
+
+// wait feeds the sampler's snapshots to observe until it picks or ctx
+// ends. status, when not nil, is told why there is no pick yet.
+func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(string)) ([]advisor.Pick, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	snaps := s.Subscribe()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			why := "interrupted"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "timed out"
+			}
+			if w.reason != "" {
+				why += ": " + w.reason
+			}
+			return nil, errors.New(why)
+		case snap := <-snaps:
+			if picks, ok := w.observe(snap); ok {
+				return picks, nil
+			}
+			if status != nil {
+				status(w.reason + "; Ctrl-C stops")
+			}
+		}
+	}
+}
