@@ -155,6 +155,24 @@ type oomFormat struct {
 	// same framework is part of it.
 	tail  bool
 	parse func(seg, line string, e *Explanation)
+	// lits: the anchor is tried only on a region whose cleaned text,
+	// squeezed (lower case, no white space), holds one of these; every
+	// match of the anchor holds one.
+	lits []string
+}
+
+// mayMatch tells whether fm's anchor can match a region whose squeezed
+// text is sq.
+func (fm *oomFormat) mayMatch(sq string) bool {
+	if len(fm.lits) == 0 {
+		return true
+	}
+	for _, l := range fm.lits {
+		if strings.Contains(sq, l) {
+			return true
+		}
+	}
+	return false
 }
 
 const maxSeg = 8000
@@ -192,10 +210,14 @@ type anchorCtx struct {
 // loguru), progress bars redrawn with \r, messages wrapped over lines, and
 // JSON records or escaped text. Only regions around lines that hold a
 // message's words are cleaned and searched (see regions).
-func Explain(log string) Explanation {
+func Explain(log string) Explanation { return explain(log, true) }
+
+// explain is Explain; gate false tries every format's anchor in every
+// region (tests check that the lits gate changes no result).
+func explain(log string, gate bool) Explanation {
 	var fd folder
 	for _, r := range regions(log) {
-		explainRegion(log[r.start:r.end], r.line, &fd)
+		explainRegion(log[r.start:r.end], r.line, &fd, gate)
 	}
 	if fd.n == 0 {
 		return Explanation{Found: false}
@@ -226,15 +248,19 @@ func ExplainBytes(log []byte) Explanation {
 
 // explainRegion finds the messages in one region of a log whose first
 // line is input line firstLine (0-based) and adds them to fd in order.
-func explainRegion(text string, firstLine int, fd *folder) {
+func explainRegion(text string, firstLine int, fd *folder, gate bool) {
 	f := flatten(text)
 	type hit struct {
 		start, end int
 		fm         *oomFormat
 	}
 	var hits []hit
+	sq := string(squeeze(nil, f.text))
 	for i := range formats {
 		fm := &formats[i]
+		if gate && !fm.mayMatch(sq) {
+			continue
+		}
 		for _, loc := range fm.anchor.FindAllStringIndex(f.text, -1) {
 			if fm.accept != nil {
 				li := f.lineAt(loc[0])

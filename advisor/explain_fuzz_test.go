@@ -111,9 +111,18 @@ func checkNoInventedNumbers(t *testing.T, log string, e Explanation) {
 	_ = e.Text()
 }
 
+// explainLogs are the logs of testdata/explain: made, real, without an OOM.
+func explainLogs() []string {
+	var all []string
+	for _, dir := range []string{"", "real", "no_oom"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", "explain", dir, "*.log"))
+		all = append(all, files...)
+	}
+	return all
+}
+
 func FuzzExplain(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "explain", "*.log"))
-	for _, name := range files {
+	for _, name := range explainLogs() {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -130,20 +139,34 @@ func FuzzExplain(f *testing.F) {
 		}
 		e := Explain(log)
 		checkNoInventedNumbers(t, log, e)
+		checkGateChangesNothing(t, log, e)
 	})
 }
 
-// The seeds pass the same check in every ordinary test run.
+// checkGateChangesNothing fails when trying only the formats whose
+// literals a region holds finds other than trying them all.
+func checkGateChangesNothing(t *testing.T, log string, e Explanation) {
+	t.Helper()
+	a, _ := json.Marshal(e)
+	b, _ := json.Marshal(explain(log, false))
+	if string(a) != string(b) {
+		t.Errorf("the literal gate changed the result for %q:\n%s\n%s", log, a, b)
+	}
+}
+
+// The seeds pass the same checks in every ordinary test run.
 func TestExplainInventsNoNumbers(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "explain", "*.log"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no logs in testdata/explain (%v): the check would pass on nothing", err)
+	files := explainLogs()
+	if len(files) < 100 {
+		t.Fatalf("%d logs in testdata/explain: the check would pass on almost nothing", len(files))
 	}
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkNoInventedNumbers(t, string(b), Explain(string(b)))
+		e := Explain(string(b))
+		checkNoInventedNumbers(t, string(b), e)
+		checkGateChangesNothing(t, string(b), e)
 	}
 }

@@ -54,17 +54,18 @@ var scanTriggerBytes = func() [][]byte {
 }()
 
 const (
-	// scanBefore and scanAfter are the lines kept around a line that
-	// passes, scanBeforeBytes and scanAfterBytes their most bytes: room
-	// for a message wrapped over many lines, and the text after its start
-	// that parsers read (maxSeg).
+	// scanBefore lines (at most scanBeforeBytes) are kept before a line
+	// that passes, room for a message wrapped over lines; scanAfterBytes
+	// after it, the text after a message's start that parsers read (maxSeg).
 	scanBefore      = 8
-	scanAfter       = 48
 	scanBeforeBytes = 4 << 10
 	scanAfterBytes  = maxSeg + 4<<10
 	// scanMaxLine bounds a line: a longer one (a log without line breaks)
 	// is read in pieces of this size.
 	scanMaxLine = 64 << 10
+	// scanMaxRegion bounds a region, so that a log of nothing but
+	// messages is cleaned and searched a piece at a time.
+	scanMaxRegion = 4 << 20
 	// scanBlock is how much of the log the keyword pass searches at a
 	// time, so that every keyword's search of it stays in the cache.
 	scanBlock = 256 << 10
@@ -80,7 +81,7 @@ type region struct {
 // \r before p, at most scanMaxLine back.
 func lineStart(log string, p int) int {
 	lo := max(0, p-scanMaxLine)
-	if i := strings.LastIndexAny(log[lo:p], "\r\n"); i >= 0 {
+	if i := lastBreak(log[lo:p]); i >= 0 {
 		return lo + i + 1
 	}
 	if lo == 0 {
@@ -93,13 +94,44 @@ func lineStart(log string, p int) int {
 // most scanMaxLine on.
 func lineEnd(log string, p int) int {
 	hi := min(len(log), p+scanMaxLine)
-	if i := strings.IndexAny(log[p:hi], "\r\n"); i >= 0 {
+	if i := firstBreak(log[p:hi]); i >= 0 {
 		return p + i
 	}
 	if hi == len(log) {
 		return hi
 	}
 	return cutPoint(log, hi)
+}
+
+// firstBreak returns the index of the first \n or \r in s, or -1. It
+// searches windows growing from 256 bytes, so that a short line costs
+// little whichever break ends it.
+func firstBreak(s string) int {
+	for w := 256; ; w *= 8 {
+		win := s[:min(w, len(s))]
+		i, j := strings.IndexByte(win, '\n'), strings.IndexByte(win, '\r')
+		if i < 0 || (j >= 0 && j < i) {
+			i = j
+		}
+		if i >= 0 || len(win) == len(s) {
+			return i
+		}
+	}
+}
+
+// lastBreak returns the index of the last \n or \r in s, or -1.
+func lastBreak(s string) int {
+	for w := 256; ; w *= 8 {
+		lo := max(0, len(s)-w)
+		win := s[lo:]
+		i := max(strings.LastIndexByte(win, '\n'), strings.LastIndexByte(win, '\r'))
+		if i >= 0 {
+			return lo + i
+		}
+		if lo == 0 {
+			return -1
+		}
+	}
 }
 
 // cutPoint moves p back to a place where cutting a line without a break
@@ -243,20 +275,31 @@ func regions(log string) []region {
 	var out []region
 	var buf []byte
 	lines, counted := 0, 0 // input lines before offset counted
-	for _, s := range candidateLines(log) {
-		if len(out) > 0 && s < out[len(out)-1].end {
-			// Inside the last region: a line that passes extends it.
-			if ok, b := triggered(log, s, buf); ok {
-				buf = b
-				out[len(out)-1].end = max(out[len(out)-1].end, regionEnd(log, s))
-			} else {
-				buf = b
-			}
-			continue
+	open := func(start, end int) {
+		lines += strings.Count(log[counted:start], "\n")
+		counted = start
+		out = append(out, region{start: start, end: end, line: lines})
+	}
+	// extend makes the last region end at end, or, when that would make it
+	// longer than scanMaxRegion, ends it at s and opens the next there.
+	extend := func(s, end int) {
+		last := &out[len(out)-1]
+		if end-last.start <= scanMaxRegion {
+			last.end = max(last.end, end)
+			return
 		}
+		last.end = min(last.end, s)
+		open(s, end)
+	}
+	for _, s := range candidateLines(log) {
+		inside := len(out) > 0 && s < out[len(out)-1].end
 		ok, b := triggered(log, s, buf)
 		buf = b
 		if !ok {
+			continue
+		}
+		if inside { // a line that passes extends the region
+			extend(s, regionEnd(log, s))
 			continue
 		}
 		start := s
@@ -268,30 +311,21 @@ func regions(log string) []region {
 			start = p
 		}
 		if n := len(out); n > 0 && start <= out[n-1].end {
-			out[n-1].end = regionEnd(log, s) // adjoining: one region
+			extend(s, regionEnd(log, s)) // adjoining: one region
 			continue
 		}
-		lines += strings.Count(log[counted:start], "\n")
-		counted = start
-		out = append(out, region{start: start, end: regionEnd(log, s), line: lines})
+		open(start, regionEnd(log, s))
 	}
 	return out
 }
 
 // regionEnd returns the end of the region that a passing line starting at
-// s opens: scanAfter lines on, at most scanAfterBytes.
+// s opens: the end of the last line that starts within scanAfterBytes of
+// the end of s's line.
 func regionEnd(log string, s int) int {
 	e := lineEnd(log, s)
-	for i := 0; i < scanAfter; i++ {
-		n := nextLine(log, e)
-		if n < 0 {
-			break
-		}
-		ne := lineEnd(log, n)
-		if ne-s > scanAfterBytes {
-			break
-		}
-		e = ne
+	if e+scanAfterBytes >= len(log) {
+		return len(log)
 	}
-	return e
+	return lineEnd(log, lineStart(log, e+scanAfterBytes))
 }
