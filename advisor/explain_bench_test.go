@@ -2,6 +2,8 @@ package advisor
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,4 +68,19 @@ func benchExplain(b *testing.B, log string) {
 func BenchmarkExplainLog100MB(b *testing.B) {
 	b.Run("training-5pct-memory-stats", func(b *testing.B) { benchExplain(b, trainingLog(benchLogSize)) })
 	b.Run("progress-bar-one-line", func(b *testing.B) { benchExplain(b, progressLine(benchLogSize)) })
+}
+
+// VRAMTOP_EXPLAIN_BENCH_LOGS=DIR go test -run TestExplainWriteBenchLogs ./advisor/
+// writes the benchmark's two logs to DIR (training.log, progress.log), to
+// time `vramtop explain` on them.
+func TestExplainWriteBenchLogs(t *testing.T) {
+	dir := os.Getenv("VRAMTOP_EXPLAIN_BENCH_LOGS")
+	if dir == "" {
+		t.Skip("VRAMTOP_EXPLAIN_BENCH_LOGS names no directory")
+	}
+	for name, log := range map[string]string{"training.log": trainingLog(benchLogSize), "progress.log": progressLine(benchLogSize)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
