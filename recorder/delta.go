@@ -3,6 +3,7 @@ package recorder
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,10 +22,13 @@ import (
 // devices that differ, each as {"i":INDEX_IN_KEYFRAME, changed fields…,
 // "clr":[fields now absent], "dp":[processes that differ or are new],
 // "gone":[indexes of the keyframe's processes no longer listed],
-// "ord":[order of the processes, when it is not the keyframe's with new
-// ones at the end]}. A process that differs is {"i":INDEX, changed
+// "ord":[the order of the processes as (first, count) runs, when it is not
+// the keyframe's with new ones at the end]}. A process that differs is {"i":INDEX, changed
 // fields…, "clr":[…]}; a new one is a whole ProcRec with "n":true. Devices
-// and processes left out are as in the keyframe. History samples ("h") are
+// and processes left out are as in the keyframe, except for the time a
+// process was last seen: that is the line's "pl" (its last process-list
+// poll; the line's own time when left out) unless the process gives its
+// own "ls" (Unix ns). History samples ("h") are
 // never inherited: a line states its own, as in version 1 (left out: the
 // one sample the line's values imply).
 //
@@ -42,6 +46,7 @@ type Delta struct {
 	T        time.Time `json:"t"`
 	Seq      uint64    `json:"seq,omitempty"`
 	Key      int64     `json:"kf"`
+	Poll     int64     `json:"pl,omitempty"`
 	Interval Duration  `json:"interval,omitempty"`
 	Devices  DevDeltas `json:"dd"`
 	Warnings Strings   `json:"w,omitempty"`
@@ -111,6 +116,30 @@ func Expand(kf *Record, d *Delta) (Record, error) {
 		}
 		r.Devices[dd.I] = dev
 	}
+	// Last seen: the process's own, or the line's poll; written as a
+	// Record writes it (0: the line's time).
+	poll, tn := d.Poll, d.T.UnixNano()
+	if poll == 0 {
+		poll = tn
+	}
+	for i, dev := range r.Devices {
+		if !done[i] {
+			dev.Procs = slices.Clone(dev.Procs)
+			for j := range dev.Procs {
+				dev.Procs[j].LastSeen = 0
+			}
+			r.Devices[i] = dev
+		}
+		for j := range dev.Procs {
+			p := &dev.Procs[j]
+			if p.LastSeen == 0 {
+				p.LastSeen = poll
+			}
+			if p.LastSeen == tn {
+				p.LastSeen = 0
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -129,7 +158,7 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 	procs := make([]ProcRec, len(kf.Procs))
 	for i := range kf.Procs {
 		procs[i] = kf.Procs[i]
-		procs[i].H = nil
+		procs[i].H, procs[i].LastSeen = nil, 0
 	}
 	var added []ProcRec
 	for _, pd := range dd.Procs {
@@ -145,6 +174,7 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", pd.I, len(kf.Procs))
 		}
 		p := cloneProc(&kf.Procs[pd.I])
+		p.LastSeen = 0
 		if err := overlay(&p, pd.raw, pd.Clear, procFields); err != nil {
 			return DevRec{}, err
 		}
@@ -158,12 +188,16 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 	}
 	list = append(list, added...)
 	if len(dd.Order) > 0 {
-		if len(dd.Order) != len(list) {
-			return DevRec{}, errorf("process order lists %d of %d processes", len(dd.Order), len(list))
+		order, err := unrun(dd.Order, len(list))
+		if err != nil {
+			return DevRec{}, err
+		}
+		if len(order) != len(list) {
+			return DevRec{}, errorf("process order lists %d of %d processes", len(order), len(list))
 		}
 		ordered := make([]ProcRec, len(list))
 		used := make([]bool, len(list))
-		for k, j := range dd.Order {
+		for k, j := range order {
 			if j < 0 || j >= len(list) || used[j] {
 				return DevRec{}, errorf("process order is not a permutation")
 			}
@@ -251,7 +285,7 @@ func contains(list []string, s string) bool {
 var (
 	// The identity fields (id, pid, st) and the lists are not compared.
 	devFields  = fieldsOf(reflect.TypeFor[DevRec](), "id", "h", "p")
-	procFields = fieldsOf(reflect.TypeFor[ProcRec](), "pid", "st", "h")
+	procFields = fieldsOf(reflect.TypeFor[ProcRec](), "pid", "st", "h", "ls")
 )
 
 // appendDiff appends `,"tag":value` for each field of cur that differs from
@@ -370,6 +404,12 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 	}
 	b = append(b, `,"kf":`...)
 	b = strconv.AppendInt(b, kf.T.UnixNano(), 10)
+	tn := r.T.UnixNano()
+	poll := linePoll(r)
+	if poll != tn {
+		b = append(b, `,"pl":`...)
+		b = strconv.AppendInt(b, poll, 10)
+	}
 	if r.Interval != 0 {
 		b = append(b, `,"interval":`...)
 		ib, _ := r.Interval.MarshalJSON()
@@ -396,7 +436,7 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 			b = append(b, `,"h":`...)
 			b = appendSamples(b, *cur.H)
 		}
-		if b, err = appendProcDeltas(b, key, cur, kfIndex[i]); err != nil {
+		if b, err = appendProcDeltas(b, key, cur, kfIndex[i], tn, poll); err != nil {
 			return nil, err
 		}
 		if len(b) == mark {
@@ -427,7 +467,13 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 }
 
 // appendProcDeltas appends the "dp", "gone" and "ord" of a device.
-func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int) ([]byte, error) {
+func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll int64) ([]byte, error) {
+	lastSeen := func(p *ProcRec) int64 {
+		if p.LastSeen == 0 {
+			return tn
+		}
+		return p.LastSeen
+	}
 	present := make([]bool, len(key.Procs))
 	// pos[k] is where process k of cur stands in the list the reader
 	// rebuilds: the keyframe's processes still listed, then the new ones.
@@ -460,6 +506,10 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int) ([]byte,
 			return nil, err
 		}
 		b = appendStrings(b, "clr", clr)
+		if ls := lastSeen(p); ls != poll {
+			b = append(b, `,"ls":`...)
+			b = strconv.AppendInt(b, ls, 10)
+		}
 		if p.H != nil {
 			b = append(b, `,"h":`...)
 			b = appendSamples(b, *p.H)
@@ -478,7 +528,11 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int) ([]byte,
 			b = append(b, `,"dp":[`...)
 		}
 		wrote = true
-		pb, err := json.Marshal(&cur.Procs[k])
+		p := cur.Procs[k]
+		if p.LastSeen = lastSeen(&p); p.LastSeen == poll {
+			p.LastSeen = 0
+		}
+		pb, err := json.Marshal(&p)
 		if err != nil {
 			return nil, err
 		}
@@ -516,9 +570,43 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int) ([]byte,
 		}
 	}
 	if !natural {
-		b = appendInts(b, "ord", order)
+		b = appendInts(b, "ord", runs(order))
 	}
 	return b, nil
+}
+
+// runs writes a permutation as (first, count) pairs of its runs of
+// consecutive numbers: one process moved in a list of a hundred is six
+// numbers, not a hundred.
+func runs(order []int) []int {
+	var out []int
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j] == order[j-1]+1 {
+			j++
+		}
+		out = append(out, order[i], j-i)
+		i = j
+	}
+	return out
+}
+
+// unrun is the inverse of runs, refusing more than limit numbers.
+func unrun(pairs []int, limit int) ([]int, error) {
+	if len(pairs)%2 != 0 {
+		return nil, errorf("process order: an odd count of numbers")
+	}
+	var out []int
+	for i := 0; i < len(pairs); i += 2 {
+		first, n := pairs[i], pairs[i+1]
+		if n < 1 || n > limit-len(out) {
+			return nil, errorf("process order: a run of %d", n)
+		}
+		for k := range n {
+			out = append(out, first+k)
+		}
+	}
+	return out, nil
 }
 
 // appendSamples appends [[t,v],…].
@@ -535,6 +623,26 @@ func appendSamples(b []byte, s Samples) []byte {
 		b = append(b, ']')
 	}
 	return append(b, ']')
+}
+
+// linePoll is the time most of r's processes were last seen (its last
+// process-list poll), r's own time when it lists none.
+func linePoll(r *Record) int64 {
+	tn := r.T.UnixNano()
+	count := map[int64]int{}
+	best, most := tn, 0
+	for _, d := range r.Devices {
+		for _, p := range d.Procs {
+			ls := p.LastSeen
+			if ls == 0 {
+				ls = tn
+			}
+			if count[ls]++; count[ls] > most {
+				best, most = ls, count[ls]
+			}
+		}
+	}
+	return best
 }
 
 // keyIndex maps each device's processes of a keyframe to their indexes.

@@ -212,8 +212,18 @@ func (e *Encoder) newSamples(k seriesKey, w sampler.Window, t int64, v uint64, i
 			return nil
 		}
 	}
-	if !implied && n-i == 0 {
-		return nil
+	if n-i == 0 {
+		if !implied {
+			return nil
+		}
+		// Nothing new, and the newest sample is the implied one: a reader
+		// has it already (or, having missed the line that carried it, is
+		// right to take it), so nothing needs saying.
+		if n > 0 {
+			if ti, vi := w.At(n - 1); ti.UnixNano() == t && vi == v {
+				return nil
+			}
+		}
 	}
 	s := make(Samples, 0, n-i)
 	for ; i < n; i++ {
