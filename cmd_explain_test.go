@@ -138,17 +138,24 @@ func TestExplainCommandLiveDemo(t *testing.T) {
 	}
 }
 
-func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
+// bigLog lowers explainMaxLog to 64 KiB for the test and returns a log
+// whose first OOM (GPU 7) falls outside its last 64 KiB and whose last
+// (GPU 1), inside.
+func bigLog(t *testing.T) string {
+	t.Helper()
 	old := explainMaxLog
 	explainMaxLog = 64 << 10
-	defer func() { explainMaxLog = old }()
+	t.Cleanup(func() { explainMaxLog = old })
 	oom, err := os.ReadFile(explainLog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A first OOM that falls outside the last 64 KiB, and the last one inside.
 	first := "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 7; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.75 MiB free; 14.60 GiB reserved in total by PyTorch)\n"
-	big := first + strings.Repeat("step done\n", 20000) + string(oom)
+	return first + strings.Repeat("step done\n", 20000) + string(oom)
+}
+
+func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
+	big := bigLog(t)
 	name := filepath.Join(t.TempDir(), "big.log")
 	if err := os.WriteFile(name, []byte(big), 0o644); err != nil {
 		t.Fatal(err)
@@ -180,16 +187,7 @@ func TestExplainCommandLiveWithoutGPU(t *testing.T) {
 }
 
 func TestExplainCommandKeepsTheTailOfStdin(t *testing.T) {
-	old := explainMaxLog
-	explainMaxLog = 64 << 10
-	defer func() { explainMaxLog = old }()
-	oom, err := os.ReadFile(explainLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The first OOM falls outside the last 64 KiB; the last one, on GPU 1, inside.
-	first := "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 7; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.75 MiB free; 14.60 GiB reserved in total by PyTorch)\n"
-	out, errOut, code := runExplainArgs(t, first+strings.Repeat("step done\n", 20000)+string(oom), "--json")
+	out, errOut, code := runExplainArgs(t, bigLog(t), "--json")
 	if code != 0 || !strings.Contains(errOut, "standard input is longer than 64 KiB") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -201,6 +199,10 @@ func TestExplainCommandKeepsTheTailOfStdin(t *testing.T) {
 		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
 	}
 	// Shorter than the limit: read whole, nothing said.
+	oom, err := os.ReadFile(explainLog)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, errOut, code := runExplainArgs(t, string(oom)); code != 0 || errOut != "" {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}

@@ -160,29 +160,17 @@ func parsePyTorchOld(rest string, e *Explanation) (ok bool) {
 		return false
 	}
 	setDevice(e, o[1])
+	fields := map[string]**uint64{
+		"totalcapacity": &e.TotalBytes, "alreadyallocated": &e.AllocatedByFrameworkBytes, "free": &e.FreeBytes,
+		"allowed": &e.AllowedBytes, "reservedintotalbyPyTorch": &e.ReservedByFrameworkBytes,
+		"cached": &e.ReservedUnallocatedBytes, // PyTorch ≤ 1.4: reserved but not allocated
+	}
 	for _, part := range strings.Split(o[2], ";") {
-		f := ptOldField.FindStringSubmatch(part)
-		if f == nil {
-			continue
+		if f := ptOldField.FindStringSubmatch(part); f != nil {
+			if dst, ok := fields[strings.Join(strings.Fields(f[4]), "")]; ok {
+				setSize(dst, f, 1)
+			}
 		}
-		var dst **uint64
-		switch strings.Join(strings.Fields(f[4]), "") {
-		case "totalcapacity":
-			dst = &e.TotalBytes
-		case "alreadyallocated":
-			dst = &e.AllocatedByFrameworkBytes
-		case "free":
-			dst = &e.FreeBytes
-		case "allowed":
-			dst = &e.AllowedBytes
-		case "reservedintotalbyPyTorch":
-			dst = &e.ReservedByFrameworkBytes
-		case "cached": // PyTorch ≤ 1.4: reserved but not allocated
-			dst = &e.ReservedUnallocatedBytes
-		default:
-			continue
-		}
-		setSize(dst, f, 1)
 	}
 	return true
 }

@@ -41,34 +41,20 @@ func parseBFCStats(seg, line string, e *Explanation) {
 	// message before says which.
 	e.Framework = ""
 	frameworkFromPath(line, e)
+	// Limit 0 (the CUDA async allocator) is no limit; LargestFreeBlock 0
+	// is not reported.
+	fields := map[string]**uint64{"Limit": &e.AllowedBytes, "InUse": &e.AllocatedByFrameworkBytes, "MaxInUse": &e.PeakAllocatedBytes,
+		"NumAllocs": &e.NumAllocs, "MaxAllocSize": &e.MaxAllocSizeBytes, "LargestFreeBlock": &e.LargestFreeBlockBytes}
 	seen := map[string]bool{}
 	for _, g := range bfcField.FindAllStringSubmatch(head(seg, 800), -1) {
 		if seen[g[1]] {
 			break // the next dump
 		}
 		seen[g[1]] = true
-		var dst **uint64
-		switch g[1] {
-		case "Limit":
-			if g[2] == "0" { // no limit (the CUDA async allocator)
-				continue
-			}
-			dst = &e.AllowedBytes
-		case "InUse":
-			dst = &e.AllocatedByFrameworkBytes
-		case "MaxInUse":
-			dst = &e.PeakAllocatedBytes
-		case "NumAllocs":
-			dst = &e.NumAllocs
-		case "MaxAllocSize":
-			dst = &e.MaxAllocSizeBytes
-		case "LargestFreeBlock":
-			if g[2] == "0" {
-				continue
-			}
-			dst = &e.LargestFreeBlockBytes
+		if g[2] == "0" && (g[1] == "Limit" || g[1] == "LargestFreeBlock") {
+			continue
 		}
-		setUint(dst, g[2])
+		setUint(fields[g[1]], g[2])
 	}
 }
 
