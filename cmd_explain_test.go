@@ -154,6 +154,19 @@ func bigLog(t *testing.T) string {
 	return first + strings.Repeat("step done\n", 20000) + string(oom)
 }
 
+// checkOnlyTheLast fails unless the JSON explanation out is of bigLog's
+// last message alone.
+func checkOnlyTheLast(t *testing.T, out string) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["device"] != 1.0 || m["messages_found"] != 1.0 {
+		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
+	}
+}
+
 func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
 	big := bigLog(t)
 	name := filepath.Join(t.TempDir(), "big.log")
@@ -164,13 +177,7 @@ func TestExplainCommandReadsTheEndOfABigLog(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "reading its last") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["device"] != 1.0 || m["messages_found"] != 1.0 {
-		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
-	}
+	checkOnlyTheLast(t, out)
 }
 
 func TestExplainCommandLiveWithoutGPU(t *testing.T) {
@@ -191,13 +198,7 @@ func TestExplainCommandKeepsTheTailOfStdin(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "standard input is longer than 64 KiB") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["device"] != 1.0 || m["messages_found"] != 1.0 {
-		t.Errorf("device %v, messages %v: want the last message only", m["device"], m["messages_found"])
-	}
+	checkOnlyTheLast(t, out)
 	// Shorter than the limit: read whole, nothing said.
 	oom, err := os.ReadFile(explainLog)
 	if err != nil {

@@ -110,5 +110,3 @@ func TestExplainFindsNothingInLogsWithoutOOM(t *testing.T) {
 		}
 	}
 }
-
-
