@@ -121,22 +121,36 @@ type Alert struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// DeviceSeverity is the severity of device id in alerts: that of its
-// threshold or time_to_full alert, the more severe, with the alert's
-// reason; Info and "" when neither fires. The row's tag, the bar's colour
-// and the banner of a screen take it from here, so they agree.
-func DeviceSeverity(alerts []Alert, id string) (Severity, string) {
-	sev, why := Info, ""
+// DeviceState is a device's severity and why, where its reading alone does
+// not show it.
+type DeviceState struct {
+	Severity Severity
+	Reason   string
+}
+
+// DeviceSeverities is the severity of each device in alerts: that of its
+// threshold or time_to_full alert, the more severe, with the alert's reason.
+// A device missing from the map is Info. The row's tag, the bar's colour and
+// the banner of a screen take it from here, so they agree.
+func DeviceSeverities(alerts []Alert) map[string]DeviceState {
+	out := map[string]DeviceState{}
 	for i := range alerts {
 		a := &alerts[i]
-		if a.DeviceID != id || a.PID != 0 || a.Rule != RuleThreshold && a.Rule != RuleTimeToFull {
+		if a.PID != 0 || a.Rule != RuleThreshold && a.Rule != RuleTimeToFull {
 			continue
 		}
-		if a.Severity > sev || a.Severity == sev && why == "" {
-			sev, why = a.Severity, a.Reason
+		cur := out[a.DeviceID]
+		if a.Severity > cur.Severity || a.Severity == cur.Severity && cur.Reason == "" {
+			out[a.DeviceID] = DeviceState{a.Severity, a.Reason}
 		}
 	}
-	return sev, why
+	return out
+}
+
+// DeviceSeverity is DeviceSeverities for one device.
+func DeviceSeverity(alerts []Alert, id string) (Severity, string) {
+	s := DeviceSeverities(alerts)[id]
+	return s.Severity, s.Reason
 }
 
 // Config holds the advisor's thresholds and windows. Zero fields take the

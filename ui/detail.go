@@ -6,17 +6,21 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-	"github.com/guptarohit/asciigraph"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
 
 // detailView is the screen for one GPU or one process: a large plot of its
-// memory with a time axis and the thresholds, and the advisor's advice.
+// memory with a time axis and the thresholds, and the advisor's advice
+// under it, wrapped to the width and scrolled with the arrows.
 type detailView struct {
 	st     Styles
+	keys   keyMap
 	th     advisor.Thresholds
 	width  int
 	height int
@@ -26,14 +30,66 @@ type detailView struct {
 	start  int64 // the process's start time, to tell a reused PID apart
 	snap   sampler.Snapshot
 	advice []advisor.Advice
+	sev    sevIndex // the advisor's severity of each device
+
+	// Laid out by layout: the lines over the plot, the plot's height and
+	// the advice panel (scrolled by adv; advH lines with its frame, 0 when
+	// there is no advice).
+	head     string
+	plotH    int
+	adv      viewport.Model
+	advH     int
+	advLines int
+	advFor   advisor.Target // whose advice adv shows (a new target starts at the top)
 }
 
 // SetSize sets the view's size.
-func (d *detailView) SetSize(w, h int) { d.width, d.height = w, h }
+func (d *detailView) SetSize(w, h int) {
+	if w != d.width || h != d.height {
+		d.width, d.height = w, h
+		d.layout()
+	}
+}
 
 // SetSnapshot sets the snapshot shown and the advice for the target in it.
 func (d *detailView) SetSnapshot(snap sampler.Snapshot, advice []advisor.Advice) {
 	d.snap, d.advice = snap, advice
+	d.layout()
+}
+
+// Update scrolls the advice: up, down, page up and down, top and bottom,
+// the mouse wheel.
+func (d *detailView) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, d.keys.Up):
+			d.adv.ScrollUp(1)
+		case key.Matches(msg, d.keys.Down):
+			d.adv.ScrollDown(1)
+		case key.Matches(msg, d.keys.PageUp):
+			d.adv.PageUp()
+		case key.Matches(msg, d.keys.PageDown):
+			d.adv.PageDown()
+		case key.Matches(msg, d.keys.Top):
+			d.adv.GotoTop()
+		case key.Matches(msg, d.keys.Bottom):
+			d.adv.GotoBottom()
+		}
+	case tea.MouseWheelMsg:
+		switch msg.Button {
+		case tea.MouseWheelUp:
+			d.adv.ScrollUp(3)
+		case tea.MouseWheelDown:
+			d.adv.ScrollDown(3)
+		}
+	}
+	return nil
+}
+
+// Bindings are the keys that scroll the advice.
+func (d *detailView) Bindings() []key.Binding {
+	return []key.Binding{d.keys.Up, d.keys.Down, d.keys.PageUp, d.keys.PageDown, d.keys.Top, d.keys.Bottom}
 }
 
 func (d detailView) device() (sampler.Device, bool) {
@@ -49,27 +105,26 @@ func (d detailView) process(dev sampler.Device) (sampler.Process, bool) {
 	return sampler.Process{}, false
 }
 
-// View renders the detail screen.
-func (d detailView) View() string {
-	if d.width <= 0 || d.height <= 0 {
-		return ""
+// headLines are the lines over the plot: the GPU, the process when one is
+// open, the legend; isProc is false when the process is gone.
+func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.Process, isProc bool) {
+	sev := d.sev.of(dev)
+	title := d.st.Title.Render("GPU "+deviceLabel(dev)) + " " + dev.Name + " · " +
+		fmtBytes(dev.MemoryUsed) + " / " + fmtBytes(dev.MemoryTotal) + " " + d.st.Severity(sev.Severity).Render("("+fmtPct(dev.UsedPercent())+")")
+	if sev.Severity > advisor.Info {
+		title += " " + d.st.SeverityBadge(sev.Severity).Render(strings.ToUpper(sev.Severity.String()))
+		if sev.Reason != "" {
+			title += " " + d.st.Severity(sev.Severity).Render(sev.Reason)
+		}
 	}
-	dev, ok := d.device()
-	if !ok {
-		return d.st.Dim.Render(fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
-	}
-	sev := severity(dev.UsedPercent(), d.th)
-	var head []string
-	head = append(head, d.st.Title.Render("GPU "+deviceLabel(dev))+" "+dev.Name+" · "+
-		fmtBytes(dev.MemoryUsed)+" / "+fmtBytes(dev.MemoryTotal)+" "+d.st.Severity(sev).Render("("+fmtPct(dev.UsedPercent())+")")+
-		" · peak "+fmtBytes(dev.PeakUsed)+" · free "+fmtBytes(dev.MemoryFree))
-	var proc sampler.Process
-	isProc := d.target.PID != 0
+	title += " · peak " + fmtBytes(dev.PeakUsed) + " · free " + fmtBytes(dev.MemoryFree)
+	lines = append(lines, title)
+	isProc = d.target.PID != 0
 	if isProc {
 		var found bool
 		proc, found = d.process(dev)
 		if !found {
-			head = append(head, d.st.Dim.Render(fmt.Sprintf("  PID %d is no longer listed on this GPU", d.target.PID)))
+			lines = append(lines, d.st.Dim.Render(fmt.Sprintf("  PID %d is no longer listed on this GPU", d.target.PID)))
 			isProc = false
 		} else {
 			user := proc.User
@@ -86,93 +141,164 @@ func (d detailView) View() string {
 			if !proc.Visible {
 				cmd = "(other PID namespace; run vramtop in the host PID namespace to name it) " + cmd
 			}
-			head = append(head, d.st.Accent.Render("PID "+strconv.FormatUint(uint64(proc.PID), 10))+" "+user+" · "+mem+
+			lines = append(lines, d.st.Accent.Render("PID "+strconv.FormatUint(uint64(proc.PID), 10))+" "+user+" · "+mem+
 				" · peak "+fmtBytes(proc.PeakBytes)+" · "+cmd)
 		}
 	}
-	legend := d.st.Dim.Render(fmt.Sprintf("last %s, peak per column · ┈ warn %.0f%% / crit %.0f%% · z: span · esc: back",
-		fmtSpan(d.shownSpan(dev)), d.th.Warn, d.th.Crit))
+	// The legend, as much of it as fits: what the marks mean first, then
+	// the keys.
+	parts := []string{fmt.Sprintf("last %s, peak per column", fmtSpan(d.shownSpan(dev))),
+		fmt.Sprintf("dotted: warn %.0f%% / crit %.0f%%", d.th.Warn, d.th.Crit)}
 	if isProc {
-		legend = d.st.Dim.Render("line: this process · dots: whole GPU · ") + legend
+		parts = append([]string{"filled: this process", "line: whole GPU"}, parts...)
 	}
-	head = append(head, legend)
-	for i := range head {
-		head[i] = fit(head[i], d.width)
+	if d.scrolls() {
+		parts = append(parts, "↑/↓: advice")
 	}
-	top := strings.Join(head, "\n")
+	parts = append(parts, "z: span", "esc: back")
+	legend := parts[0]
+	for _, p := range parts[1:] {
+		if cellWidth(legend)+3+cellWidth(p) > d.width {
+			break
+		}
+		legend += " · " + p
+	}
+	lines = append(lines, d.st.Dim.Render(legend))
+	for i := range lines {
+		lines[i] = fit(lines[i], d.width)
+	}
+	return lines, proc, isProc
+}
 
-	adv := d.adviceView()
-	plotH := d.height - lipgloss.Height(top) - lipgloss.Height(adv)
-	if adv == "" {
-		plotH = d.height - lipgloss.Height(top)
+// minDetailPlot is the least height of the detail plot: a time axis and
+// eight rows, enough to set the warn line, the crit line and a value
+// between them apart on any card.
+const minDetailPlot = 10
+
+// layout sizes the plot and the advice: the plot takes at least half of
+// the view (and minDetailPlot lines), the advice what it needs of the
+// rest, scrolling when that is not enough.
+func (d *detailView) layout() {
+	if d.target != d.advFor {
+		d.adv = viewport.New()
+		d.advFor = d.target
 	}
-	if plotH < 5 && adv != "" {
-		// Keep a usable plot: the advice gives way first.
-		adv = clampLines(adv, d.width, max(d.height-lipgloss.Height(top)-5, 0))
-		plotH = d.height - lipgloss.Height(top) - lipgloss.Height(adv)
+	d.head, d.plotH, d.advH, d.advLines = "", 0, 0, 0
+	dev, ok := d.device()
+	if d.width <= 0 || d.height <= 0 || !ok {
+		return
 	}
-	parts := []string{top}
-	if g := d.plot(dev, proc, isProc, plotH); g != "" {
+	frameW, frameH := d.st.Box.GetHorizontalFrameSize(), d.st.Box.GetVerticalFrameSize()
+	inner := d.width - frameW
+	var lines []string
+	if inner >= 10 {
+		lines = d.adviceLines(inner)
+	}
+	d.advLines = len(lines)
+	head, _, _ := d.headLines(dev)
+	avail := d.height - len(head)
+	plotMin := min(max((d.height+1)/2, minDetailPlot), avail)
+	if len(lines) > 0 {
+		d.advH = min(len(lines)+frameH, avail-plotMin)
+		if d.advH < frameH+1 {
+			d.advH = 0
+		}
+	}
+	// The legend says whether the advice scrolls: lay the head out again.
+	head, _, _ = d.headLines(dev)
+	d.head = strings.Join(head, "\n")
+	d.plotH = d.height - len(head) - d.advH
+	if d.advH > 0 {
+		rows := d.advH - frameH
+		if len(lines) > rows {
+			rows-- // the last line says where the scroll is
+		}
+		d.adv.SetWidth(inner)
+		d.adv.SetHeight(rows)
+		d.adv.SetContentLines(lines)
+	}
+}
+
+// scrolls reports whether the advice is longer than its panel.
+func (d detailView) scrolls() bool {
+	return d.advH > 0 && d.advLines > d.advH-d.st.Box.GetVerticalFrameSize()
+}
+
+// View renders the detail screen.
+func (d detailView) View() string {
+	if d.width <= 0 || d.height <= 0 {
+		return ""
+	}
+	dev, ok := d.device()
+	if !ok {
+		return d.st.Dim.Render(fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
+	}
+	// The head again: the span it names changes with z between layouts.
+	head, proc, isProc := d.headLines(dev)
+	parts := []string{strings.Join(head, "\n")}
+	if g := d.plot(dev, proc, isProc, d.plotH); g != "" {
 		parts = append(parts, g)
-	} else if plotH > 0 {
-		parts = append(parts, d.st.Dim.Render(fit("  no history yet", d.width)))
+	} else if d.plotH > 0 {
+		parts = append(parts, padLines(d.st.Dim.Render(fit("  no history yet", d.width)), d.plotH))
 	}
-	if adv != "" {
-		parts = append(parts, adv)
+	if d.advH > 0 {
+		parts = append(parts, d.adviceView())
 	}
 	return clampLines(strings.Join(parts, "\n"), d.width, d.height)
 }
 
 func (d detailView) shownSpan(dev sampler.Device) time.Duration {
 	spec := plotSpec{width: d.width, totalGiB: float64(dev.MemoryTotal) / gib, xAxis: time.Second}
-	return spanFor(dev.History, d.snap.Time, d.snap.Interval, d.span, max(plotCols(spec), 1))
+	return spanFor(dev.History, d.snap.Time, d.snap.Interval, d.span, max(plotDots(spec), 1))
 }
 
 func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, h int) string {
 	spec := plotSpec{width: d.width, height: h, totalGiB: float64(dev.MemoryTotal) / gib, th: d.th, xAxis: time.Second}
-	cols := plotCols(spec)
-	if cols < 2 || plotRows(spec) < 2 {
+	n := plotDots(spec)
+	if n < 2 || plotRows(spec) < minPlotRows {
 		return ""
 	}
 	now := d.snap.Time
-	span := spanFor(dev.History, now, d.snap.Interval, d.span, cols)
+	span := spanFor(dev.History, now, d.snap.Interval, d.span, n)
 	spec.xAxis = span
 	from, to := now.Add(-span), now.Add(1)
-	devLine := series(dev.History, from, to, cols)
-	sevCol := d.st.plotColor(severity(dev.UsedPercent(), d.th))
+	devLine := series(dev.History, from, to, n)
 	if isProc {
-		spec.lines = [][]float64{devLine, series(proc.History, from, to, cols)}
-		spec.colors = []asciigraph.AnsiColor{asciigraph.DarkGray, asciigraph.DodgerBlue}
-		// The whole GPU in dots, so the two lines differ without colour.
-		spec.chars = []asciigraph.CharSet{asciigraph.CreateCharSet("·")}
-		if d.st.noColor {
-			spec.colors = nil
+		// The process filled under the whole GPU's line: they differ
+		// without colour too.
+		spec.lines = []plotLine{
+			{vals: series(proc.History, from, to, n), fill: true, p: &d.st.pAccent},
+			{vals: devLine, p: &d.st.pDim},
 		}
 	} else {
-		spec.lines = [][]float64{devLine}
-		spec.colors = []asciigraph.AnsiColor{sevCol}
+		spec.lines = []plotLine{{vals: devLine}}
 	}
 	return plot(d.st, spec)
 }
 
-// adviceView is the advice panel; empty when the advisor has nothing to say.
-func (d detailView) adviceView() string {
-	if len(d.advice) == 0 {
-		return ""
-	}
-	inner := d.width - d.st.Box.GetHorizontalFrameSize()
-	if inner < 10 {
-		return ""
-	}
+// adviceLines is the advice wrapped to width cells, continuation lines
+// indented under their first.
+func (d detailView) adviceLines(width int) []string {
 	var lines []string
+	add := func(prefix, text string) {
+		pw := cellWidth(prefix)
+		body := ansi.Wrap(text, max(width-pw, 1), "")
+		for i, l := range strings.Split(body, "\n") {
+			if i == 0 {
+				lines = append(lines, prefix+l)
+			} else {
+				lines = append(lines, strings.Repeat(" ", pw)+l)
+			}
+		}
+	}
 	for _, a := range d.advice {
 		tag := d.st.SeverityBadge(a.Severity).Render(strings.ToUpper(a.Severity.String()))
-		lines = append(lines, tag+" "+a.Title)
+		add(tag+" ", a.Title)
 		if a.Detail != "" {
-			lines = append(lines, "  "+d.st.Dim.Render(a.Detail))
+			add("  ", d.st.Dim.Render(a.Detail))
 		}
 		for _, r := range a.Remedies {
-			l := "  • " + r.Name
+			l := r.Name
 			if r.Saving != "" {
 				l += ": " + r.Saving
 			}
@@ -182,14 +308,23 @@ func (d detailView) adviceView() string {
 			if r.Covers {
 				l += " " + d.st.Severity(advisor.Info).Render("✓ covers it")
 			}
-			lines = append(lines, l)
+			add("  • ", l)
 			if r.How != "" {
-				lines = append(lines, "    "+d.st.Accent.Render(r.How))
+				add("    ", d.st.Accent.Render(r.How))
 			}
 		}
 	}
-	for i := range lines {
-		lines[i] = fit(lines[i], inner)
+	return lines
+}
+
+// adviceView is the advice panel at its scroll position; its last line says
+// how much more there is when it does not all fit.
+func (d detailView) adviceView() string {
+	body := d.adv.View()
+	if d.scrolls() {
+		shown := min(d.adv.YOffset()+d.adv.Height(), d.advLines)
+		more := fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn: scroll", d.adv.YOffset()+1, shown, d.advLines)
+		body += "\n" + d.st.Dim.Render(fit(more, d.adv.Width()))
 	}
-	return d.st.Box.Width(d.width).Render(strings.Join(lines, "\n"))
+	return d.st.Box.Width(d.width).Render(body)
 }

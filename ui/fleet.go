@@ -91,6 +91,7 @@ type hostList struct {
 
 	snap     sampler.Snapshot
 	hosts    []host
+	sev      sevIndex // the advisor's severity of each device
 	sel, off int
 	selName  string
 }
@@ -194,11 +195,15 @@ func (h hostList) View() string {
 	}
 	g := newGPUPane(h.st, h.keys, h.th)
 	g.compact = true
+	g.sev = h.sev
 	g.width = h.width - 2
 	var lines []string
 	for i := h.off; i < len(h.hosts) && len(lines) < h.height; i++ {
 		x := h.hosts[i]
-		sev := severity(x.pressure, h.th)
+		sev := advisor.Info
+		for _, d := range x.devices {
+			sev = max(sev, h.sev.of(d).Severity)
+		}
 		name := x.name
 		if name == "" {
 			name = "(unnamed host)"

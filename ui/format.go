@@ -112,7 +112,19 @@ func percent(used, total uint64) float64 {
 	return float64(used) / float64(total) * 100
 }
 
-// severity maps a used percentage to the advisor's severity levels.
+// sevIndex is the advisor's severity of each device, from the alerts in
+// force (advisor.DeviceSeverities): what colours a device's bar, tags its
+// row and fills its banner. A nil index says Info for every device.
+type sevIndex map[string]advisor.DeviceState
+
+func (s sevIndex) of(d sampler.Device) advisor.DeviceState { return s[d.ID] }
+
+// newSevIndex indexes the alerts in force.
+func newSevIndex(alerts []advisor.Alert) sevIndex { return advisor.DeviceSeverities(alerts) }
+
+// severity is the level a used percentage reached against the thresholds:
+// what colours one column of a graph. A device's state is the advisor's
+// (sevIndex), which also holds a recent peak.
 func severity(pct float64, th advisor.Thresholds) advisor.Severity {
 	switch {
 	case th.Crit > 0 && pct >= th.Crit:

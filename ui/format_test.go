@@ -71,24 +71,24 @@ func TestMemBar(t *testing.T) {
 	st := NewStyles(true, true)
 	rsv := uint64(10 * gib)
 	d := sampler.Device{MemoryTotal: 100 * gib, MemoryUsed: 50 * gib, MemoryReserved: &rsv}
-	bar := ansi.Strip(memBar(st, d, advisor.DefaultThresholds(), 10))
+	bar := ansi.Strip(memBar(st, d, advisor.Info, 10))
 	if bar != "█████▒░░░░" {
 		t.Errorf("bar %q: 5 used, 1 reserved, 4 free", bar)
 	}
 	tiny := sampler.Device{MemoryTotal: 100 * gib, MemoryUsed: 10 * mib}
-	if b := ansi.Strip(memBar(st, tiny, advisor.DefaultThresholds(), 10)); !strings.HasPrefix(b, "█") {
+	if b := ansi.Strip(memBar(st, tiny, advisor.Info, 10)); !strings.HasPrefix(b, "█") {
 		t.Errorf("a little used memory still shows: %q", b)
 	}
 	over := sampler.Device{MemoryTotal: 10, MemoryUsed: 20, MemoryReserved: &rsv}
-	if b := ansi.Strip(memBar(st, over, advisor.DefaultThresholds(), 10)); b != "██████████" {
+	if b := ansi.Strip(memBar(st, over, advisor.Info, 10)); b != "██████████" {
 		t.Errorf("used beyond total fills the bar: %q", b)
 	}
 	for _, w := range []int{0, -1} {
-		if memBar(st, d, advisor.DefaultThresholds(), w) != "" {
+		if memBar(st, d, advisor.Info, w) != "" {
 			t.Error("no room, no bar")
 		}
 	}
-	if b := ansi.Strip(memBar(st, sampler.Device{}, advisor.DefaultThresholds(), 4)); b != "░░░░" {
+	if b := ansi.Strip(memBar(st, sampler.Device{}, advisor.Info, 4)); b != "░░░░" {
 		t.Errorf("zero total: %q", b)
 	}
 }
@@ -122,8 +122,9 @@ func TestSeriesKeepsPeaks(t *testing.T) {
 	}
 	st := NewStyles(true, true)
 	for _, spec := range []plotSpec{
-		{width: 40, height: 5, totalGiB: 80, lines: [][]float64{{}}},
-		{width: 40, height: 5, totalGiB: 0, lines: [][]float64{s}},
+		{width: 40, height: 5, totalGiB: 80, lines: []plotLine{{}}},
+		{width: 40, height: 5, totalGiB: 0, lines: []plotLine{{vals: s}}},
+		{width: 40, height: 5, totalGiB: 80, lines: []plotLine{{vals: series(sampler.Window{}, now.Add(-time.Minute), now, 72)}}},
 		{width: 3, height: 5, totalGiB: 80},
 		{width: 40, height: 1, totalGiB: 80},
 		{width: 40, height: 5, totalGiB: math.Inf(1)},
@@ -133,9 +134,9 @@ func TestSeriesKeepsPeaks(t *testing.T) {
 		}
 	}
 	spec := plotSpec{width: 40, height: 6, totalGiB: 80, th: advisor.DefaultThresholds()}
-	spec.lines = [][]float64{series(w, now.Add(-5*time.Minute), now.Add(1), plotCols(spec))}
+	spec.lines = []plotLine{{vals: series(w, now.Add(-5*time.Minute), now.Add(1), plotDots(spec))}}
 	out := plot(st, spec)
-	if !strings.Contains(out, "┈") || !strings.Contains(out, "80G") {
+	if !strings.Contains(out, "64G") || !strings.Contains(out, "72G") || !strings.Contains(out, "0G") {
 		t.Errorf("thresholds and scale missing:\n%s", out)
 	}
 	for _, l := range strings.Split(out, "\n") {

@@ -43,12 +43,12 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// TestGoldenDemo renders the demo after ten minutes at three sizes, plus
-// the detail, help and grouped screens at 120×40.
+// TestGoldenDemo renders the demo after ten minutes at three sizes, with
+// the advisor's alerts, plus the detail, help and grouped screens at 120×40.
 func TestGoldenDemo(t *testing.T) {
 	snap := demoSnap(t, 10*time.Minute)
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
-		m, _ := newTestModel(Options{User: demo.User, Version: "test"})
+		m := advisedModel(Options{User: demo.User, Version: "test"}, false)
 		send(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]}, snapshotMsg(snap))
 		golden(t, fmt.Sprintf("demo_%dx%d", sz[0], sz[1]), screenText(m))
 		checkFits(t, m, sz[0], sz[1])
@@ -65,7 +65,7 @@ func TestGoldenDemo(t *testing.T) {
 
 func TestGoldenCompactEightGPUs(t *testing.T) {
 	snap := fixture(t, demo.NewGPUs(fixedStart, 8), 10*time.Minute)
-	m, _ := newTestModel(Options{User: demo.User, Version: "test"})
+	m := advisedModel(Options{User: demo.User, Version: "test"}, false)
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	if !m.gpus.compact {
 		t.Error("8 GPUs should be compact")
@@ -138,7 +138,7 @@ func TestGoldenFleet(t *testing.T) {
 	snap := fixture(t, src, 10*time.Minute)
 	snap.Devices[2].MemoryUsed = snap.Devices[2].MemoryTotal * 97 / 100 // node-b:0
 	snap.Devices[5].Err = "no data from this host for 2m"
-	m, _ := newTestModel(Options{User: testUser, Title: "vramtop fleet"})
+	m := advisedModel(Options{User: testUser, Title: "vramtop fleet"}, false)
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	golden(t, "fleet_120x40", screenText(m))
 	keys(m, "enter")

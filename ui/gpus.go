@@ -7,7 +7,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/guptarohit/asciigraph"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -33,8 +32,9 @@ type gpuPane struct {
 	focused bool
 	compact bool
 	panelH  int
-	graphH  int // lines of the selected GPU's graph under the compact list
-	colHead bool // the compact list has its column header line
+	graphH  int      // lines of the selected GPU's graph under the compact list
+	sev     sevIndex // the advisor's severity of each device
+	colHead bool     // the compact list has its column header line
 	span    time.Duration
 
 	snap     sampler.Snapshot
@@ -181,7 +181,7 @@ func (g gpuPane) View() string {
 
 // selectedGraph is the selected GPU's memory graph under the compact list.
 func (g gpuPane) selectedGraph(d sampler.Device) string {
-	title := g.st.Dim.Render(fit("  GPU "+deviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · ┈ warn / crit", g.width))
+	title := g.st.Dim.Render(fit("  GPU "+deviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · dotted: warn / crit", g.width))
 	p := g.sparkline(d, g.width-2, g.graphH-1)
 	if p == "" {
 		p = g.st.Dim.Render("  collecting history…")
@@ -218,9 +218,10 @@ func (g gpuPane) name(d sampler.Device) string {
 	return n
 }
 
-// sevTag names the state in words, so it reads without colour.
+// sevTag names the advisor's severity of the device in words, so it reads
+// without colour.
 func (g gpuPane) sevTag(d sampler.Device) string {
-	switch s := severity(d.UsedPercent(), g.th); s {
+	switch s := g.sev.of(d).Severity; s {
 	case advisor.Warn:
 		return g.st.SeverityBadge(s).Render("WARN")
 	case advisor.Crit:
@@ -229,20 +230,35 @@ func (g gpuPane) sevTag(d sampler.Device) string {
 	return ""
 }
 
+// sevWhy is why the device is in its state where its reading does not say
+// ("peak 86.7% 19 s ago"), in the severity's colour; "" when it does.
+func (g gpuPane) sevWhy(d sampler.Device) string {
+	s := g.sev.of(d)
+	if s.Reason == "" || s.Severity == advisor.Info {
+		return ""
+	}
+	return g.st.Severity(s.Severity).Render(s.Reason)
+}
+
 func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	leftW := clamp(g.width*2/5, textBlockMin, 56)
 	rightW := g.width - leftW - 2
-	sev := severity(d.UsedPercent(), g.th)
+	sev := g.sev.of(d).Severity
 	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.name(d)
 	if tag := g.sevTag(d); tag != "" {
 		title += " " + tag
+	}
+	why := g.sevWhy(d)
+	if why != "" && cellWidth(title)+1+cellWidth(why) <= leftW {
+		title += " " + why
+		why = ""
 	}
 	pct := fmtPct(d.UsedPercent())
 	if d.MemoryTotal == 0 {
 		pct = na
 	}
 	barW := leftW - 2 - 5
-	bar := "  " + memBar(g.st, d, g.th, barW) + " " + g.st.Severity(sev).Render(fitRight(pct, 4))
+	bar := "  " + memBar(g.st, d, sev, barW) + " " + g.st.Severity(sev).Render(fitRight(pct, 4))
 	mem := "  " + fmtBytes(d.MemoryUsed) + " / " + fmtBytes(d.MemoryTotal)
 	mem += g.st.Dim.Render(" · rsv " + fmtOptBytes(d.MemoryReserved))
 	info := "  util " + fmtOptPct(d.UtilizationPercent) + " · " + fmtTemp(d.TemperatureC)
@@ -253,6 +269,10 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		info = "  " + g.st.Error.Render("error: "+d.Err)
 	}
 	lines := []string{title, bar, mem, info}
+	if why != "" {
+		// Too long for the title: a line of its own, under it.
+		lines = []string{title, "  " + why, bar, mem, info}
+	}
 	if g.panelH > len(lines) {
 		lines = append(lines, g.st.Dim.Render("  free "+fmtBytes(d.MemoryFree)+" · peak "+fmtBytes(d.PeakUsed)))
 	}
@@ -267,24 +287,30 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		return left
 	}
 	right := g.sparkline(d, rightW, g.panelH)
-	if right == "" {
+	switch {
+	case right == "" && d.History.Len() > 0:
+		// Too few rows for a graph that sets the lines apart: a line of
+		// blocks, coloured by the level each column reached.
+		now := g.snap.Time
+		span := spanFor(d.History, now, g.snap.Interval, g.span, rightW)
+		right = inlineSpark(g.st, series(d.History, now.Add(-span), now.Add(1), rightW), float64(d.MemoryTotal)/gib, g.th)
+	case right == "":
 		right = g.st.Dim.Render(fit("collecting history…", rightW))
 	}
 	return lipgloss.JoinHorizontal(lipgloss.Top, left, "  ", right)
 }
 
-// sparkline is the asciigraph plot of the device's used memory beside its
-// panel, peak-held per column, with the thresholds drawn.
+// sparkline is the plot of the device's used memory beside its panel,
+// peak-held per column, with the thresholds drawn.
 func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
 	spec := plotSpec{width: w, height: h, totalGiB: float64(d.MemoryTotal) / gib, th: g.th}
-	cols := plotCols(spec)
-	if cols < 2 || d.History.Len() == 0 {
+	n := plotDots(spec)
+	if n < 2 || d.History.Len() == 0 {
 		return ""
 	}
 	now := g.snap.Time
-	span := spanFor(d.History, now, g.snap.Interval, g.span, cols)
-	spec.lines = [][]float64{series(d.History, now.Add(-span), now.Add(1), cols)}
-	spec.colors = []asciigraph.AnsiColor{g.st.plotColor(severity(d.UsedPercent(), g.th))}
+	span := spanFor(d.History, now, g.snap.Interval, g.span, n)
+	spec.lines = []plotLine{{vals: series(d.History, now.Add(-span), now.Add(1), n)}}
 	return plot(g.st, spec)
 }
 
@@ -309,7 +335,7 @@ func (g gpuPane) compactHeader() string {
 func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	w := g.width
 	idW, nameW, barW := g.compactWidths()
-	sev := severity(d.UsedPercent(), g.th)
+	sev := g.sev.of(d).Severity
 	mem := fmtBytesShort(d.MemoryUsed) + "/" + fmtBytesShort(d.MemoryTotal)
 	pct := fmtPct(d.UsedPercent())
 	if d.MemoryTotal == 0 {
@@ -324,11 +350,14 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 		name = "MIG " + d.MIG.Profile
 	}
 	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
-		memBar(g.st, d, g.th, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
+		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
 	if d.Err != "" {
 		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
 	}
 	line += " " + fitRight(fmtOptPct(d.UtilizationPercent), 4) + " " + fitRight(fmtTemp(d.TemperatureC), 5) + " "
+	if why := g.sevWhy(d); why != "" {
+		line += why + " "
+	}
 	rest := w - lipgloss.Width(line)
 	if rest >= 4 && d.History.Len() > 0 {
 		now := g.snap.Time

@@ -156,7 +156,7 @@ func (m *Model) setStyles(st Styles) {
 	m.procs.setStyles(st, m.keys)
 	m.prompt.st, m.prompt.keys = st, m.keys
 	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.keys, m.opts.Thresholds
-	m.detail.st, m.detail.th = st, m.opts.Thresholds
+	m.detail.st, m.detail.th, m.detail.keys = st, m.opts.Thresholds, m.keys
 	if m.detail.span == 0 {
 		m.detail.span = spans[m.spanIdx]
 	}
@@ -223,6 +223,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			cmd = m.help.Update(msg)
+		case m.screen == screenDetail:
+			cmd = m.detail.Update(msg)
 		case m.screen != screenMain:
 		case m.fleet && m.host == "":
 			cmd = m.hosts.Update(msg)
@@ -320,6 +322,9 @@ func (m *Model) show(s sampler.Snapshot) {
 		m.procs.SetUser(demo.User)
 	}
 	m.fleet = isFleet(s)
+	// One severity per device, the advisor's: rows, bars and banner agree.
+	sev := newSevIndex(m.alerts)
+	m.gpus.sev, m.hosts.sev, m.detail.sev = sev, sev, sev
 	m.hosts.SetSnapshot(s)
 	m.view = s
 	if m.fleet && m.host != "" {
@@ -493,6 +498,8 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 			}
 		}
 		m.setStatus(true, "PID %d is no longer listed", t.PID)
+	default:
+		return m.detail.Update(k) // scrolls the advice
 	}
 	return nil
 }

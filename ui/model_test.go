@@ -267,7 +267,7 @@ func TestTabEnterEscDetail(t *testing.T) {
 func TestAdvicePanelOnlyWithAdvice(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "enter")
-	if m.detail.adviceView() != "" || strings.Contains(screenText(m), "│") {
+	if m.detail.advH != 0 || strings.Contains(screenText(m), "╭") {
 		t.Error("no advice: no panel")
 	}
 	var got advisor.Target

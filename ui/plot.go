@@ -6,15 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/guptarohit/asciigraph"
-
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// memBar draws a bar of width cells: used (coloured by severity), reserved
-// and free, each with its own glyph.
-func memBar(st Styles, d sampler.Device, th advisor.Thresholds, width int) string {
+// memBar draws a bar of width cells: used (coloured by sev, the advisor's
+// severity of the device), reserved and free, each with its own glyph.
+func memBar(st Styles, d sampler.Device, sev advisor.Severity, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -36,7 +34,6 @@ func memBar(st Styles, d sampler.Device, th advisor.Thresholds, width int) strin
 		}
 	}
 	free := width - used - rsv
-	sev := severity(d.UsedPercent(), th)
 	var b strings.Builder
 	if used > 0 {
 		b.WriteString(st.pSev[clampSev(sev)].on(strings.Repeat(glyphUsed, used)))
@@ -109,12 +106,20 @@ func niceSpan(d, limit time.Duration) time.Duration {
 	return limit
 }
 
-// blockGlyphs draw an inline sparkline, lowest to highest.
+// blockGlyphs draw an inline sparkline, lowest to highest: glyph i fills
+// (i+1)/8 of the cell.
 var blockGlyphs = []string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
 
+// blockGlyph is the glyph whose filled height is nearest to the fraction f
+// of the cell; any value gets at least the lowest glyph.
+func blockGlyph(f float64) string {
+	return blockGlyphs[clamp(int(math.Round(f*8))-1, 0, len(blockGlyphs)-1)]
+}
+
 // inlineSpark draws vals (GiB, NaN for no data) scaled to totalGiB as one
-// line of block glyphs; each column is coloured by the severity of its value,
-// which marks where the thresholds were crossed.
+// line of block glyphs, each as high as its value; each column is coloured
+// by the level its value reached, which marks where the thresholds were
+// crossed.
 func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresholds) string {
 	var b, run strings.Builder
 	runSev := advisor.Severity(-1)
@@ -133,8 +138,7 @@ func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresho
 		g, sev := " ", advisor.Severity(-1)
 		if !math.IsNaN(v) && totalGiB > 0 {
 			f := v / totalGiB
-			i := clamp(int(f*float64(len(blockGlyphs))), 0, len(blockGlyphs)-1)
-			g, sev = blockGlyphs[i], severity(f*100, th)
+			g, sev = blockGlyph(f), severity(f*100, th)
 		}
 		if sev != runSev {
 			flush()
@@ -146,16 +150,33 @@ func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresho
 	return b.String()
 }
 
-// plotSpec describes an asciigraph plot of memory in GiB, 0 to total, with
-// the warn and crit levels drawn as dotted lines.
+// A plot draws in braille: each cell holds 2×4 dots, so a plot of r rows
+// and c columns has 4r levels and 2c time columns. Values and threshold
+// lines sit on the dot nearest their true height.
+const (
+	dotsPerRow  = 4
+	dotsPerCell = 2
+)
+
+// plotLine is one data series of a plot.
+type plotLine struct {
+	vals []float64 // GiB per dot column (plotDots of the spec), NaN: no data
+	// fill fills the dots under the line (one process's share of the GPU)
+	// instead of drawing the line.
+	fill bool
+	// p colours the series; nil colours each column by the level its value
+	// reached (ok, warn, crit).
+	p *paint
+}
+
+// plotSpec describes a plot of memory in GiB, 0 (or a higher floor on a
+// short plot) to total, with the warn and crit levels drawn as dotted lines.
 type plotSpec struct {
-	width, height int // cells, whole plot including the y axis labels
+	width, height int // cells, whole plot including the y labels and the time axis
 	totalGiB      float64
 	th            advisor.Thresholds
-	lines         [][]float64 // data series, drawn over the threshold lines
-	colors        []asciigraph.AnsiColor
-	chars         []asciigraph.CharSet // per line; the default box drawing where absent
-	xAxis         time.Duration        // >0: draw a time axis spanning this long, ending "now"
+	lines         []plotLine    // drawn in order over the threshold lines
+	xAxis         time.Duration // >0: draw a time axis spanning this long, ending "now"
 }
 
 // plotLabel formats a y axis value.
@@ -166,105 +187,318 @@ func plotLabel(totalGiB float64) func(float64) string {
 	return func(v float64) string { return fmt.Sprintf("%.1fG", v) }
 }
 
-// plotCols is the number of data columns a plot of spec's width has room
-// for, after the y axis labels.
-func plotCols(spec plotSpec) int {
+// labelWidth is the width of the y labels of spec.
+func labelWidth(spec plotSpec) int {
 	f := plotLabel(spec.totalGiB)
-	lw := len(f(spec.totalGiB))
-	if l := len(f(0)); l > lw {
-		lw = l
-	}
-	// asciigraph with Offset 2: a space, the label, "┤", then the data;
-	// a time axis centres its last label ("now") on the last column.
-	cols := spec.width - (lw + 2)
-	if spec.xAxis > 0 {
-		cols -= 2
-	}
-	return cols
+	return max(len(f(spec.totalGiB)), len(f(0)))
 }
 
-// plotRows is the asciigraph height option for a plot of spec's height: the
-// plot is height+1 lines, plus two for a time axis.
+// plotCols is the number of cell columns a plot of spec's width has room
+// for after the y labels: a space, the label, the axis.
+func plotCols(spec plotSpec) int {
+	return spec.width - labelWidth(spec) - 2
+}
+
+// plotDots is the number of time columns of a plot: the length of its
+// series.
+func plotDots(spec plotSpec) int { return max(plotCols(spec), 0) * dotsPerCell }
+
+// plotRows is the number of data rows of a plot of spec's height (a time
+// axis takes two lines).
 func plotRows(spec plotSpec) int {
-	r := spec.height - 1
+	r := spec.height
 	if spec.xAxis > 0 {
 		r -= 2
 	}
 	return r
 }
 
-// plot renders spec, or "" when there is nothing to draw or no room. Every
-// line is exactly spec.width cells.
+// minPlotRows is the least number of rows a plot draws.
+const minPlotRows = 2
+
+// yScale maps GiB to dot levels: lo is on the bottom dot, hi on the top one.
+type yScale struct {
+	lo, hi float64
+	dots   int // dots in a column: 4 per row
+}
+
+// dot is the level of v, 0 at the bottom, clamped to the plot.
+func (s yScale) dot(v float64) int {
+	if s.hi <= s.lo || s.dots < 2 {
+		return 0
+	}
+	return clamp(int(math.Round((v-s.lo)/(s.hi-s.lo)*float64(s.dots-1))), 0, s.dots-1)
+}
+
+// value is the GiB on dot level i.
+func (s yScale) value(i int) float64 {
+	return s.lo + float64(i)/float64(s.dots-1)*(s.hi-s.lo)
+}
+
+// dataDot is the level of a data value v: the nearest dot, kept on the
+// side of each threshold line (dot levels warnY and critY, -1 without
+// lines) that v is on, so a value just under the warning line is never
+// drawn on it.
+func (s yScale) dataDot(v float64, warn, crit float64, warnY, critY int) int {
+	y := s.dot(v)
+	if warnY < 0 {
+		return y
+	}
+	switch {
+	case v < warn:
+		y = min(y, warnY-1)
+	case v < crit:
+		y = clamp(y, warnY, max(critY-1, warnY))
+	default:
+		y = max(y, critY)
+	}
+	return clamp(y, 0, s.dots-1)
+}
+
+// scaleFor picks the scale of a plot of rows rows: 0 to total where that
+// leaves a level between the warn line and the crit line (a value between
+// them shows between them) and the warn line above the bottom; otherwise
+// the lowest floor, in round steps of about 1% of the card, that does. ok
+// is false when no floor under the warn line does: the plot is too short
+// for these thresholds. A plot without thresholds spans 0 to total.
+func scaleFor(totalGiB float64, th advisor.Thresholds, rows int) (s yScale, ok bool) {
+	s = yScale{hi: totalGiB, dots: rows * dotsPerRow}
+	if th.Warn <= 0 || th.Crit <= th.Warn {
+		return s, true
+	}
+	step := niceStep(totalGiB / 100)
+	if totalGiB >= 10 {
+		step = max(step, 1) // the labels are whole GiB
+	}
+	warnG, critG := totalGiB*th.Warn/100, totalGiB*th.Crit/100
+	for k := 0; float64(k)*step < warnG; k++ {
+		s.lo = float64(k) * step
+		w, c := s.dot(warnG), s.dot(critG)
+		if c-w >= 2 && w >= 1 {
+			return s, true
+		}
+	}
+	return yScale{}, false
+}
+
+// Braille dot bits by dot column (left, right) and dot row from the top.
+var brailleBits = [dotsPerCell][dotsPerRow]uint8{{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}}
+
+// plotCell is one cell of a plot: its dots and what colours it (the
+// highest-ranked thing drawn in it).
+type plotCell struct {
+	bits uint8
+	rank int8 // 0 empty, 1 threshold, 2 fill, 3 line
+	p    *paint
+}
+
+// plot renders spec, or "" when there is nothing to draw or no room (too
+// few rows to tell the warn line from the crit line from a value between
+// them, at any floor). Every line is exactly spec.width cells.
 func plot(st Styles, spec plotSpec) string {
 	cols, rows := plotCols(spec), plotRows(spec)
-	if cols < 2 || rows < 1 || spec.totalGiB <= 0 || math.IsNaN(spec.totalGiB) || math.IsInf(spec.totalGiB, 0) {
+	dots := cols * dotsPerCell
+	if cols < 2 || rows < minPlotRows || spec.totalGiB <= 0 || math.IsNaN(spec.totalGiB) || math.IsInf(spec.totalGiB, 0) {
 		return ""
 	}
 	any := false
 	for _, l := range spec.lines {
-		if len(l) != cols {
+		if len(l.vals) != dots {
 			return ""
 		}
-		any = any || hasData(l)
+		any = any || hasData(l.vals)
 	}
 	if !any {
 		return ""
 	}
-	flat := func(v float64) []float64 {
-		s := make([]float64, cols)
-		for i := range s {
-			s[i] = v
-		}
-		return s
+	sc, ok := scaleFor(spec.totalGiB, spec.th, rows)
+	if !ok {
+		return ""
 	}
-	data := make([][]float64, 0, len(spec.lines)+2)
-	charSets := []asciigraph.CharSet{}
-	colors := []asciigraph.AnsiColor{}
+	grid := make([]plotCell, rows*cols)
+	// set puts dot (x, y) (y from the bottom) in the grid.
+	set := func(x, y int, rank int8, p *paint) {
+		r := rows - 1 - y/dotsPerRow
+		c := &grid[r*cols+x/dotsPerCell]
+		c.bits |= brailleBits[x%dotsPerCell][dotsPerRow-1-y%dotsPerRow]
+		if rank > c.rank || rank == c.rank && p != nil && c.p != nil && levelRank(st, p) > levelRank(st, c.p) {
+			c.rank, c.p = rank, p
+		}
+	}
+	var warnY, critY = -1, -1
+	warnG, critG := spec.totalGiB*spec.th.Warn/100, spec.totalGiB*spec.th.Crit/100
 	if spec.th.Warn > 0 && spec.th.Crit > 0 {
-		data = append(data, flat(spec.totalGiB*spec.th.Warn/100), flat(spec.totalGiB*spec.th.Crit/100))
-		charSets = append(charSets, asciigraph.CreateCharSet("┈"), asciigraph.CreateCharSet("┈"))
-		colors = append(colors, st.plotColor(advisor.Warn), st.plotColor(advisor.Crit))
-	}
-	for i, l := range spec.lines {
-		data = append(data, l)
-		cs := asciigraph.DefaultCharSet
-		if i < len(spec.chars) {
-			cs = spec.chars[i]
+		warnY, critY = sc.dot(warnG), sc.dot(critG)
+		// A dot in every other time column: a dotted line.
+		for x := 0; x < dots; x += dotsPerCell {
+			set(x, warnY, 1, &st.pSev[advisor.Warn])
+			set(x, critY, 1, &st.pSev[advisor.Crit])
 		}
-		charSets = append(charSets, cs)
-		c := asciigraph.Default
-		if i < len(spec.colors) {
-			c = spec.colors[i]
-		}
-		colors = append(colors, c)
 	}
-	opts := []asciigraph.Option{
-		asciigraph.Height(rows),
-		asciigraph.Offset(2),
-		asciigraph.LowerBound(0),
-		asciigraph.UpperBound(spec.totalGiB),
-		asciigraph.YAxisValueFormatter(plotLabel(spec.totalGiB)),
-		asciigraph.SeriesChars(charSets...),
-		asciigraph.SeriesColors(colors...),
+	for _, l := range spec.lines {
+		prev := -1
+		for x, v := range l.vals {
+			if math.IsNaN(v) {
+				prev = -1
+				continue
+			}
+			y := sc.dataDot(v, warnG, critG, warnY, critY)
+			p := l.p
+			if p == nil {
+				p = &st.pSev[clampSev(severity(v/spec.totalGiB*100, spec.th))]
+			}
+			switch {
+			case l.fill:
+				for i := 0; i <= y; i++ {
+					set(x, i, 2, p)
+				}
+			case prev < 0 || prev == y:
+				set(x, y, 3, p)
+			default:
+				// A step: the column draws the rise (or fall) from the
+				// previous level, so the line is unbroken.
+				step := 1
+				if y < prev {
+					step = -1
+				}
+				for i := prev + step; i != y+step; i += step {
+					set(x, i, 3, p)
+				}
+			}
+			prev = y
+		}
+	}
+	labels := plotLabels(spec, sc, rows, warnY, critY)
+	lw := labelWidth(spec)
+	var b strings.Builder
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteByte(' ')
+		if l, ok := labels[r]; ok {
+			b.WriteString(fitRight(l, lw))
+			b.WriteString("┤")
+		} else {
+			b.WriteString(strings.Repeat(" ", lw))
+			b.WriteString("│")
+		}
+		writeCells(&b, grid[r*cols:(r+1)*cols])
 	}
 	if spec.xAxis > 0 {
-		span := spec.xAxis
-		opts = append(opts,
-			asciigraph.XAxisRange(-span.Seconds(), 0),
-			asciigraph.XAxisTickCount(tickCount(span, cols)),
-			asciigraph.XAxisValueFormatter(func(v float64) string {
-				if v > -0.5 {
-					return "now"
-				}
-				return "-" + fmtAxisTime(time.Duration(-v*float64(time.Second)), span)
-			}))
+		b.WriteByte('\n')
+		b.WriteString(timeAxis(spec.xAxis, cols, lw+2))
 	}
-	out := asciigraph.PlotMany(data, opts...)
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		lines[i] = fit(l, spec.width)
+	return b.String()
+}
+
+// levelRank orders the severity paints, so a cell that holds a warn and a
+// crit value takes crit's colour.
+func levelRank(st Styles, p *paint) int {
+	for i := range st.pSev {
+		if p == &st.pSev[i] {
+			return i
+		}
 	}
-	return strings.Join(lines, "\n")
+	return -1
+}
+
+// writeCells writes a row of cells, one escape sequence per run of cells of
+// the same paint.
+func writeCells(b *strings.Builder, cells []plotCell) {
+	var cur *paint
+	open := false
+	for _, c := range cells {
+		p := c.p
+		if c.bits == 0 {
+			p = nil
+		}
+		if open && p != cur {
+			b.WriteString(cur.post)
+			open = false
+		}
+		if p != nil && !open {
+			b.WriteString(p.pre)
+			cur, open = p, true
+		}
+		if c.bits == 0 {
+			b.WriteByte(' ')
+		} else {
+			b.WriteRune(rune(0x2800) + rune(c.bits))
+		}
+	}
+	if open {
+		b.WriteString(cur.post)
+	}
+}
+
+// plotLabels are the y labels by row from the top: the rows of the top,
+// the bottom and the two threshold lines, named by the value each stands
+// for, and round values in between where there is room. A label is always
+// on the row whose dots hold its value.
+func plotLabels(spec plotSpec, sc yScale, rows, warnY, critY int) map[int]string {
+	f := plotLabel(spec.totalGiB)
+	labels := map[int]string{}
+	rowOf := func(y int) int { return rows - 1 - y/dotsPerRow }
+	put := func(v float64, y int) {
+		if r := rowOf(y); labels[r] == "" {
+			labels[r] = f(v)
+		}
+	}
+	if critY >= 0 {
+		put(spec.totalGiB*spec.th.Crit/100, critY)
+		put(spec.totalGiB*spec.th.Warn/100, warnY)
+	}
+	put(sc.hi, sc.dots-1)
+	put(sc.lo, 0)
+	// Round values between, every few rows, clear of the labels above.
+	step := niceStep((sc.hi - sc.lo) / math.Max(float64(rows)/4, 1))
+	for v := math.Ceil(sc.lo/step) * step; v < sc.hi; v += step {
+		y := sc.dot(v)
+		r := rowOf(y)
+		if labels[r] != "" || labels[r-1] != "" || labels[r+1] != "" {
+			continue
+		}
+		put(v, y)
+	}
+	return labels
+}
+
+// niceStep rounds d up to 1, 2 or 5 times a power of ten.
+func niceStep(d float64) float64 {
+	if d <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(d)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= d {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// timeAxis is the two lines of a time axis under cols cell columns that
+// start at offset: ticks on round times, labelled, ending "now".
+func timeAxis(span time.Duration, cols, offset int) string {
+	n := tickCount(span, cols)
+	axis := []rune(strings.Repeat("─", cols))
+	labels := []byte(strings.Repeat(" ", offset+cols))
+	for i := 0; i < n; i++ {
+		c := 0
+		if n > 1 {
+			c = int(math.Round(float64(i) * float64(cols-1) / float64(n-1)))
+		}
+		axis[c] = '┬'
+		ago := span - time.Duration(i)*span/time.Duration(max(n-1, 1))
+		l := "now"
+		if ago > 0 {
+			l = "-" + fmtAxisTime(ago, span)
+		}
+		at := clamp(offset+c-len(l)/2, 0, len(labels)-len(l))
+		copy(labels[at:], l)
+	}
+	return strings.Repeat(" ", offset-1) + "└" + string(axis) + "\n" + string(labels)
 }
 
 // tickSteps are the time axis steps; a step that divides the span puts

@@ -4,7 +4,6 @@ import (
 	"image/color"
 
 	"charm.land/lipgloss/v2"
-	"github.com/guptarohit/asciigraph"
 
 	"github.com/vramtop/vramtop/advisor"
 )
@@ -37,12 +36,11 @@ type Styles struct {
 
 	// Paints of the styles applied per row or per cell (see paint).
 	pMine, pOthers, pExited, pUnattr, pSelected, pCursor, pColHeader, pDim paint
-	pReserved, pFree                                                       paint
+	pReserved, pFree, pAccent                                              paint
 	pSev                                                                   [3]paint
 
 	sev      [3]lipgloss.Style
 	sevBadge [3]lipgloss.Style
-	plotSev  [3]asciigraph.AnsiColor
 }
 
 // Bar glyphs: used, reserved, free. Different glyphs keep them apart without
@@ -97,14 +95,9 @@ func NewStyles(isDark, noColor bool) Styles {
 	s.sev[advisor.Crit] = s.sev[advisor.Crit].Bold(true)
 	s.pMine, s.pOthers, s.pExited, s.pUnattr = paintOf(s.Mine), paintOf(s.Others), paintOf(s.Exited), paintOf(s.Unattr)
 	s.pSelected, s.pCursor, s.pColHeader, s.pDim = paintOf(s.Selected), paintOf(s.Cursor), paintOf(s.ColHeader), paintOf(s.Dim)
-	s.pReserved, s.pFree = paintOf(s.Reserved), paintOf(s.Free)
+	s.pReserved, s.pFree, s.pAccent = paintOf(s.Reserved), paintOf(s.Free), paintOf(s.Accent)
 	for i := range s.sev {
 		s.pSev[i] = paintOf(s.sev[i])
-	}
-	if noColor {
-		s.plotSev = [3]asciigraph.AnsiColor{asciigraph.Default, asciigraph.Default, asciigraph.Default}
-	} else {
-		s.plotSev = [3]asciigraph.AnsiColor{asciigraph.Green, asciigraph.Goldenrod, asciigraph.Red}
 	}
 	return s
 }
@@ -118,11 +111,6 @@ func (s Styles) Severity(v advisor.Severity) lipgloss.Style {
 // SeverityBadge is Severity for a label on a reversed background.
 func (s Styles) SeverityBadge(v advisor.Severity) lipgloss.Style {
 	return s.sevBadge[clampSev(v)]
-}
-
-// plotColor is the asciigraph colour of a severity.
-func (s Styles) plotColor(v advisor.Severity) asciigraph.AnsiColor {
-	return s.plotSev[clampSev(v)]
 }
 
 func clampSev(v advisor.Severity) int {
