@@ -21,6 +21,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
+	"github.com/vramtop/vramtop/internal/lean"
 	"github.com/vramtop/vramtop/nvmlsource"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
@@ -291,9 +292,13 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lean.Watcher()
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	// Start-up is over once the first frames are up.
+	release := time.AfterFunc(2*time.Second, lean.ReleaseStartupPages)
+	defer release.Stop()
 	err := ui.Run(ctx, snaps, opts)
 	cancel()
 	<-done

@@ -659,8 +659,11 @@ func TestNVMLSampler(t *testing.T) {
 		t.Errorf("MIG instance 6/2 at position %d, want 7 (after its GPU)", idx)
 	}
 
-	// A process exits: the next process poll shows it as exited.
+	// A process exits, freeing its memory: the next process poll shows it
+	// as exited.
 	h.gpus[0].compute = nvmlProcs(1001, 10850*nvmlMiB)
+	h.gpus[0].mem.Used -= 600 * nvmlMiB
+	h.gpus[0].mem.Free += 600 * nvmlMiB
 	now = now.Add(time.Second)
 	snap, _ = smp.Tick(now)
 	d0, _ = snap.Device("0")
@@ -694,5 +697,114 @@ func TestNVMLMIGInstanceVanishes(t *testing.T) {
 	}
 	if n := len(s.Info().Devices); n != 9 {
 		t.Fatalf("%d devices after instance 0/2 vanished, want 9 well before the periodic rescan", n)
+	}
+}
+
+// A device whose used memory reads the same keeps its process list for up to
+// listMaxAge: the lists cost milliseconds, the memory reading microseconds.
+// A change of used memory, or the age bound, lists again; the graphics list
+// of a device without graphics clients is read every graphicsListEvery.
+func TestNVMLProcessListsFollowMemory(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB)
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	errs := make([]error, len(out))
+	at := func(d time.Duration) []sampler.ProcSample {
+		t.Helper()
+		if err := s.ReadMemory(nvmlT0.Add(d), out); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := s.ReadProcesses(nvmlT0.Add(d), nil, errs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var on0 []sampler.ProcSample
+		for _, p := range ps {
+			if p.Device == 0 {
+				on0 = append(on0, p)
+			}
+		}
+		return on0
+	}
+	calls := func() (int, int) {
+		return len(h.devs[0].GetComputeRunningProcessesCalls()), len(h.devs[0].GetGraphicsRunningProcessesCalls())
+	}
+	if ps := at(0); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" {
+		t.Fatalf("first list: %+v", ps)
+	}
+	if c, g := calls(); c != 1 || g != 1 {
+		t.Fatalf("first list: %d compute and %d graphics calls, want 1 and 1", c, g)
+	}
+	// Same memory a second later: the list is reused, with its /proc details.
+	if ps := at(time.Second); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" || ps[0].UsedBytes != 10*nvmlGiB {
+		t.Fatalf("reused list: %+v", ps)
+	}
+	if c, _ := calls(); c != 1 {
+		t.Errorf("unchanged memory: %d compute calls, want the list reused (1)", c)
+	}
+	// A new process: used memory changes, and the list is read again.
+	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB, 1002, 2*nvmlGiB)
+	h.gpus[0].mem.Used += 2 * nvmlGiB
+	if ps := at(2 * time.Second); len(ps) != 2 {
+		t.Fatalf("after a new process: %+v, want both", ps)
+	}
+	if c, g := calls(); c != 2 || g != 1 {
+		t.Errorf("memory changed: %d compute and %d graphics calls, want 2 and 1 (no graphics client seen, read every %v)", c, g, graphicsListEvery)
+	}
+	// Memory that moved between processes without changing the total shows
+	// within listMaxAge.
+	h.gpus[0].compute = nvmlProcs(1001, 9*nvmlGiB, 1002, 3*nvmlGiB)
+	if ps := at(2*time.Second + listMaxAge); len(ps) != 2 || ps[0].UsedBytes+ps[1].UsedBytes != 12*nvmlGiB || max(ps[0].UsedBytes, ps[1].UsedBytes) != 9*nvmlGiB {
+		t.Errorf("after listMaxAge: %+v, want the new split", ps)
+	}
+	// A graphics client appears; it is found within graphicsListEvery, and
+	// from then on the graphics list is read with every list.
+	h.gpus[0].graphics = nvmlProcs(2001, nvmlGiB)
+	h.gpus[0].mem.Used += nvmlGiB
+	if ps := at(graphicsListEvery + time.Second); len(ps) != 3 {
+		t.Fatalf("graphics client: %+v", ps)
+	}
+	h.gpus[0].mem.Used += nvmlGiB
+	at(graphicsListEvery + 2*time.Second)
+	if _, g := calls(); g != 3 {
+		t.Errorf("%d graphics calls, want 3: once a device has graphics clients, its graphics list is read every time", g)
+	}
+}
+
+// A GPU that read 0% at every sample since the last process-utilization call
+// has processes at 0% too: the call is skipped and its processes read 0.
+func TestNVMLIdleGPUSkipsProcessUtilization(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB)
+	h.gpus[0].samples = []nvml.ProcessUtilizationSample{{Pid: 1001, TimeStamp: 100, SmUtil: 40}}
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	errs := make([]error, len(out))
+	poll := func(d time.Duration) map[sampler.UtilKey]float64 {
+		t.Helper()
+		now := nvmlT0.Add(d)
+		if err := s.ReadMemory(now, out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReadProcesses(now, nil, errs); err != nil {
+			t.Fatal(err)
+		}
+		got := map[sampler.UtilKey]float64{}
+		if err := s.ReadProcessUtilization(now, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	key := sampler.UtilKey{Device: 0, PID: 1001}
+	calls := func() int { return len(h.devs[0].GetProcessUtilizationCalls()) }
+	// GPU 0 reads 0%: no call, and its process reads 0.
+	if got := poll(0); calls() != 0 || got[key] != 0 || len(got) == 0 {
+		t.Fatalf("idle GPU: %d calls, utilization %v; want no call and PID 1001 at 0", calls(), got)
+	}
+	// It gets busy: the call is made and the process's sample read.
+	h.gpus[0].util = 35
+	if got := poll(time.Second); calls() != 1 || got[key] != 40 {
+		t.Fatalf("busy GPU: %d calls, utilization %v; want one call and PID 1001 at 40", calls(), got)
 	}
 }

@@ -48,16 +48,16 @@ type ReplayControl interface {
 	Status() string         // one short line for the header: "▶ ×4 03:12:05 (41%)"
 }
 
-// maxFPS caps how often the terminal is redrawn. Frames change only on a
-// snapshot, a key or a resize, but the renderer wakes at this rate to look:
-// their cost grows with the rate (docs/PERFORMANCE.md), and at 20 a key still
-// shows within 50 ms.
+// maxFPS is the renderer's rate until the pacer takes its ticker over (and
+// where it cannot): frames are then drawn on demand (pace.go).
 const maxFPS = 20
 
 // Run shows the live view until the user quits or ctx ends.
 func Run(ctx context.Context, snaps <-chan sampler.Snapshot, opts Options) error {
-	m := New(snaps, opts)
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(maxFPS))
+	pc := &pacer{}
+	p := tea.NewProgram(paced{New(snaps, opts), pc}, tea.WithContext(ctx), tea.WithFPS(maxFPS))
+	pc.prog = p
+	defer pc.stop()
 	_, err := p.Run()
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // asked to stop

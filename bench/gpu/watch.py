@@ -1,0 +1,201 @@
+"""The lightest watcher: vramtop against nvtop and nvidia-smi, in one run.
+
+  python3 bench/gpu/watch.py VRAMTOP_BINARY OUTDIR [SECONDS] [TENANTS]
+
+Every tool runs at the same time in its own 200x60 pseudo-terminal, first on
+an idle card, then with TENANTS (default 100) CUDA processes of three users
+(created with useradd when run as root). CPU is the share of one core spent
+between two readings SECONDS apart (start-up excluded); RSS is VmRSS at the
+second reading. Start-up is exec to the first frame showing the GPU's name,
+key latency the time from a key written to the pty to the first bytes of the
+frame it changes (median of 10). nvtop comes from NVTOP=/path or PATH.
+Prints one table with the ratios to nvtop; raw numbers in OUTDIR/watch.json.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import HERE, stop
+from perf import PtyRun, find_nvtop
+
+COLS, ROWS = 200, 60
+USERS = ("alice", "bob", "carol")
+
+
+def cpu_rss(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
+    rss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    return ticks / os.sysconf("SC_CLK_TCK"), rss / 1024
+
+
+def measure(tools, seconds, settle=5.0, prof=None):
+    """Run every tool at once; return {name: (cpu share, rss MiB)}."""
+    runs = {}
+    for name, argv in tools:
+        env = None
+        if prof and name in ("vramtop 1 Hz", "before 1 Hz"):
+            env = {"VRAMTOP_CPUPROFILE": prof.replace("NAME", name.split()[0])}
+        runs[name] = PtyRun(argv, cols=COLS, rows=ROWS, env=env)
+    time.sleep(settle)
+    t0, c0 = time.time(), {n: cpu_rss(r.pid)[0] for n, r in runs.items()}
+    time.sleep(seconds)
+    wall = time.time() - t0
+    out = {}
+    for n, r in runs.items():
+        cpu, rss = cpu_rss(r.pid)
+        out[n] = {"cpu_share": (cpu - c0[n]) / wall, "rss_mib": rss}
+        r.stop()
+    return out
+
+
+def first_frame(argv, needle, runs=5):
+    times = []
+    for _ in range(runs):
+        r = PtyRun(argv, cols=COLS, rows=ROWS, watch_for=needle.encode())
+        deadline = time.time() + 10
+        while r.first_seen is None and time.time() < deadline:
+            time.sleep(0.001)
+        times.append((r.first_seen - r.t0) * 1000 if r.first_seen else float("nan"))
+        r.stop()
+    return times
+
+
+class KeyRun(PtyRun):
+    """A PtyRun that timestamps every chunk of output."""
+
+    def _drain(self):
+        self.chunks = []
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.chunks.append(time.time())
+
+
+def key_latency(argv, keys=("?", "?"), presses=10):
+    """ms from writing a key to the first output after it."""
+    r = KeyRun(argv, cols=COLS, rows=ROWS)
+    time.sleep(3)
+    out = []
+    for i in range(presses):
+        time.sleep(0.7)  # between frames of new data, as a person presses keys
+        n = len(r.chunks)
+        t = time.time()
+        os.write(r.fd, keys[i % len(keys)].encode())
+        deadline = t + 2
+        while len(r.chunks) == n and time.time() < deadline:
+            time.sleep(0.0005)
+        out.append((r.chunks[n] - t) * 1000 if len(r.chunks) > n else float("nan"))
+    r.stop()
+    return out
+
+
+def start_tenants(n, work):
+    """n `tenant.py hold` processes on GPU 0, round robin over USERS where
+    running as root (else all as the current user); wait until all hold."""
+    as_root = os.geteuid() == 0
+    if as_root:
+        for u in USERS:
+            subprocess.run(["useradd", "-M", u], stderr=subprocess.DEVNULL)
+        probe = subprocess.run(["runuser", "-u", USERS[0], "--", sys.executable, "-c",
+                                "import torch, sys; open(sys.argv[1]).close()", os.path.join(HERE, "tenant.py")],
+                               capture_output=True)
+        if probe.returncode != 0:
+            print("tenants run as root: other users cannot run PyTorch here:", probe.stderr.decode()[-200:])
+            as_root = False
+    os.chmod(work, 0o1777)
+    procs, ready = [], []
+    for i in range(n):
+        r = os.path.join(work, f"ready-{i}")
+        argv = [sys.executable, os.path.join(HERE, "tenant.py"), "hold", str(((i * 37) % 13 + 1) * 64), r, "0"]
+        if as_root:
+            argv = ["runuser", "-u", USERS[i % len(USERS)], "--"] + argv
+        procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        ready.append(r)
+    deadline = time.time() + 300
+    while not all(os.path.exists(r) for r in ready):
+        if time.time() > deadline or any(p.poll() is not None for p in procs):
+            raise SystemExit("tenants did not start")
+        time.sleep(0.2)
+    return procs
+
+
+def main():
+    binary, outdir = sys.argv[1], sys.argv[2]
+    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 60
+    ntenants = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    nvtop = find_nvtop()
+    needle = os.environ.get("NEEDLE", "H200")
+    work = tempfile.mkdtemp()
+    tools = [("vramtop 1 Hz", [binary]),
+             ("vramtop 100 ms", [binary, "--interval", "100ms"]),
+             ("vramtop 50 ms", [binary, "--interval", "50ms"])]
+    if nvtop:
+        tools.append(("nvtop", [nvtop, "-d", "10"]))
+    tools.append(("nvidia-smi -l 1", ["nvidia-smi", "-l", "1"]))
+    if os.environ.get("BEFORE"):
+        # An earlier build in the same run, for a before/after ratio.
+        tools.append(("before 1 Hz", [os.environ["BEFORE"]]))
+    res = {"seconds": seconds, "tenants": ntenants}
+    res["idle"] = measure(tools, seconds)
+    res["startup_idle"] = {"vramtop": first_frame([binary], needle)}
+    if nvtop:
+        res["startup_idle"]["nvtop"] = first_frame([nvtop], needle)
+    res["startup_idle"]["nvidia-smi"] = first_frame(["nvidia-smi"], needle)
+    tenants = start_tenants(ntenants, work)
+    try:
+        time.sleep(3)
+        res["loaded"] = measure(tools, seconds, prof=os.path.join(outdir, "cpu-NAME-1hz-100.prof"))
+        res["startup_loaded"] = {"vramtop": first_frame([binary], needle)}
+        if nvtop:
+            res["startup_loaded"]["nvtop"] = first_frame([nvtop], needle)
+        res["startup_loaded"]["nvidia-smi"] = first_frame(["nvidia-smi"], needle)
+        res["key_ms"] = key_latency([binary])
+    finally:
+        stop(tenants)
+    with open(os.path.join(outdir, "watch.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    print_table(res)
+
+
+def print_table(r):
+    ref = "nvtop" if "nvtop" in r["idle"] else None
+    print(f"\nThe lightest watcher: {r['tenants']} CUDA processes of {len(USERS)} users, a {COLS}x{ROWS} pty, "
+          f"{r['seconds']:.0f} s per phase, every tool in the same run")
+    print(f"{'tool':<18} {'CPU idle %':>10} {'x nvtop':>7} {'CPU 100p %':>10} {'x nvtop':>7} "
+          f"{'RSS idle MB':>11} {'RSS 100p MB':>11} {'x nvtop':>7}")
+    for name in r["idle"]:
+        i, l = r["idle"][name], r["loaded"][name]
+        ri = i["cpu_share"] / r["idle"][ref]["cpu_share"] if ref and r["idle"][ref]["cpu_share"] else float("nan")
+        rl = l["cpu_share"] / r["loaded"][ref]["cpu_share"] if ref and r["loaded"][ref]["cpu_share"] else float("nan")
+        rr = l["rss_mib"] / r["loaded"][ref]["rss_mib"] if ref else float("nan")
+        print(f"{name:<18} {i['cpu_share'] * 100:>10.2f} {ri:>7.2f} {l['cpu_share'] * 100:>10.2f} {rl:>7.2f} "
+              f"{i['rss_mib'] * 1.048576:>11.1f} {l['rss_mib'] * 1.048576:>11.1f} {rr:>7.2f}")
+    if ref:
+        f = r["loaded"]["vramtop 50 ms"]["cpu_share"] / r["loaded"][ref]["cpu_share"]
+        print(f"vramtop 50 ms with {r['tenants']} processes / nvtop at 1 Hz: {f:.2f}")
+    print("\nExec to the first frame with data, ms (median of 5)")
+    for phase in ("startup_idle", "startup_loaded"):
+        for name, ts in r[phase].items():
+            print(f"  {phase[8:]:<7} {name:<11} {statistics.median(ts):>6.1f}   runs {['%.0f' % t for t in ts]}")
+    ks = r["key_ms"]
+    print(f"\nKey press to the frame it changes, vramtop: median {statistics.median(ks):.1f} ms, "
+          f"max {max(ks):.1f} ms   ({['%.0f' % k for k in ks]})")
+
+
+if __name__ == "__main__":
+    main()

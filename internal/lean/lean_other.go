@@ -1,0 +1,5 @@
+//go:build !linux
+
+package lean
+
+func releaseMappings(string) {}

@@ -1,0 +1,134 @@
+package ui
+
+import (
+	"reflect"
+	"sync"
+	"time"
+	"unsafe"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Bubble Tea v2's renderer draws on a ticker that runs at a fixed rate for
+// the program's whole life, whether or not a frame changed: an idle live view
+// then wakes 20 times a second to compare frames (most of its idle CPU), and
+// a key press waits for the next tick (up to 50 ms at 20 FPS, about 50 ms
+// measured). Bubble Tea has no option for drawing on demand yet (its pull
+// requests #1776 and #1796 propose one), so the pacer drives that ticker: it
+// stays at idleTick while nothing happens, and every call of View, which
+// Bubble Tea makes after each message, brings the next tick forward to now,
+// no sooner than minFrame after the last. A key, a snapshot or a resize is
+// on screen within about a millisecond of its Update, at most 1/minFrame
+// times a second.
+const (
+	// minFrame is the shortest time between two frames (60 a second).
+	minFrame = time.Second / 60
+	// idleTick is how often the renderer looks while nothing happens: a
+	// safety net, since every change comes through View.
+	idleTick = time.Second
+	// soon is how far ahead a brought-forward tick is set; the ticker goes
+	// back to idleTick once it has fired.
+	soon = time.Millisecond
+)
+
+// pacer holds Bubble Tea's renderer ticker.
+type pacer struct {
+	mu       sync.Mutex
+	prog     *tea.Program
+	ticker   *time.Ticker
+	tried    bool
+	next     time.Time // when the brought-forward tick fires
+	settle   *time.Timer
+	disabled bool
+}
+
+// rendererTicker returns the ticker the running program p draws on, or nil
+// where this version of Bubble Tea keeps none under that name (then frames
+// come at the fixed rate, as without the pacer).
+func rendererTicker(p *tea.Program) *time.Ticker {
+	f := reflect.ValueOf(p).Elem().FieldByName("ticker")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*time.Ticker]() {
+		return nil
+	}
+	return *(**time.Ticker)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// frame is called from View (on Bubble Tea's event loop, after the program
+// has started its renderer): the frame it returns is drawn within soon, or at
+// minFrame after the previous one.
+func (pc *pacer) frame() {
+	if pc == nil || pc.prog == nil {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.disabled {
+		return
+	}
+	if pc.ticker == nil {
+		if pc.tried {
+			return
+		}
+		pc.tried = true
+		if pc.ticker = rendererTicker(pc.prog); pc.ticker == nil {
+			pc.disabled = true
+			return
+		}
+	}
+	now := time.Now()
+	if now.Before(pc.next) {
+		return // a tick is already on its way
+	}
+	wait := soon
+	if earliest := pc.next.Add(minFrame); now.Add(wait).Before(earliest) {
+		wait = earliest.Sub(now)
+	}
+	pc.next = now.Add(wait)
+	pc.ticker.Reset(wait)
+	// Once that tick has fired, back to idle.
+	if pc.settle == nil {
+		pc.settle = time.AfterFunc(wait+soon, pc.idle)
+	} else {
+		pc.settle.Reset(wait + soon)
+	}
+}
+
+// idle sets the ticker back to its slow safety-net rate.
+func (pc *pacer) idle() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.ticker != nil && !pc.disabled {
+		pc.ticker.Reset(idleTick)
+	}
+}
+
+// stop leaves the ticker alone from now on (the program is ending).
+func (pc *pacer) stop() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.disabled = true
+	if pc.settle != nil {
+		pc.settle.Stop()
+	}
+}
+
+// paced is the live view under a pacer.
+type paced struct {
+	*Model
+	pc *pacer
+}
+
+func (p paced) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m, cmd := p.Model.Update(msg)
+	if mm, ok := m.(*Model); ok {
+		p.Model = mm
+		return p, cmd
+	}
+	return m, cmd
+}
+
+func (p paced) View() tea.View {
+	v := p.Model.View()
+	p.pc.frame()
+	return v
+}

@@ -1,0 +1,89 @@
+package ui
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// syncBuf is an output that a test can read while the program writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	w  chan struct{}
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case s.w <- struct{}{}:
+	default:
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type pacedProbe struct {
+	text string
+	pc   *pacer
+}
+
+func (m *pacedProbe) Init() tea.Cmd { return nil }
+func (m *pacedProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if s, ok := msg.(string); ok {
+		m.text = s
+	}
+	return m, nil
+}
+func (m *pacedProbe) View() tea.View {
+	m.pc.frame()
+	v := tea.NewView(m.text)
+	v.AltScreen = true
+	return v
+}
+
+// The pacer finds the ticker this version of Bubble Tea draws on (else
+// frames would wait for a fixed-rate tick again), and a changed frame is
+// written long before the idle tick would have drawn it.
+func TestPacerDrawsOnDemand(t *testing.T) {
+	out := &syncBuf{w: make(chan struct{}, 1)}
+	pc := &pacer{}
+	m := &pacedProbe{text: "first", pc: pc}
+	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(out), tea.WithWindowSize(40, 5), tea.WithFPS(maxFPS))
+	pc.prog = p
+	done := make(chan struct{})
+	go func() { p.Run(); close(done) }()
+	defer func() { p.Quit(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !bytes.Contains([]byte(out.String()), []byte("first")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first frame never came: %q", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pc.mu.Lock()
+	found, disabled := pc.ticker != nil, pc.disabled
+	pc.mu.Unlock()
+	if !found || disabled {
+		t.Fatal("the pacer did not find Bubble Tea's renderer ticker: frames are drawn at the fixed rate again (see pace.go)")
+	}
+	// Let the pacer go idle, then change the frame.
+	time.Sleep(3 * minFrame)
+	sent := time.Now()
+	p.Send("second")
+	for !bytes.Contains([]byte(out.String()), []byte("second")) {
+		if time.Since(sent) > idleTick/10 {
+			t.Fatalf("a changed frame waited for the idle tick (%v)", idleTick)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
