@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +19,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sf.add(fs)
 	out := fs.StringP("output", "o", "", "append the recording to `FILE` (gzip compressed when it ends in .gz)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (e.g. 100M): FILE becomes FILE.1, …")
+	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (100MB = 100·10^6 bytes, 100MiB = 100·2^20): FILE becomes FILE.1, …")
 	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
 	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors")
 	if code, ok := parseNoArgs(fs, args, stderr, " (the file is given with -o)"); !ok {
@@ -44,15 +45,21 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitUsage
 		}
 		if size < 4<<10 {
-			fmt.Fprintf(stderr, "vramtop record: --max-size %s is too small (4K at least)\n", *maxSize)
+			fmt.Fprintf(stderr, "vramtop record: --max-size %s is too small (4KiB at least)\n", *maxSize)
 			return exitUsage
 		}
 	}
 	// Open the file first: a file that cannot be written is reported before
 	// any GPU is touched.
+	// -o - writes the recording to standard output.
+	where := *out
+	if *out == "-" {
+		where = "standard output"
+	}
 	w, err := recorder.Open(recorder.Options{
 		Path: *out, MaxSize: size, Keep: *keep,
 		Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
+		Stdout: stdout,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop record: %v\n", err)
@@ -71,7 +78,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		until = time.Now().Add(*duration)
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "vramtop record: recording to %s every %v; Ctrl-C stops\n", *out, sf.interval)
+		fmt.Fprintf(stderr, "vramtop record: recording to %s every %v; Ctrl-C stops\n", where, sf.interval)
 	}
 	n := 0
 	err = recorder.Loop(ctx, s, until, nil, func(snap sampler.Snapshot) error {
@@ -87,7 +94,32 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "vramtop record: %d snapshots recorded to %s\n", n, *out)
+		fmt.Fprintf(stderr, "vramtop record: %d snapshots recorded to %s\n", n, where)
+	}
+	// Stopped by a signal, the recording is complete, and the status says
+	// how it ended.
+	if code, ok := signalStatus(ctx); ok {
+		return code
 	}
 	return 0
+}
+
+// signalStatus is the exit status of a command that a signal ended: 130
+// for SIGINT, 143 for SIGTERM, 129 for SIGHUP (main, or the command itself
+// for SIGHUP, cancels ctx with the signal as its cause). ok is false when
+// no signal ended ctx.
+func signalStatus(ctx context.Context) (code int, ok bool) {
+	if ctx.Err() == nil {
+		return 0, false
+	}
+	c := context.Cause(ctx)
+	if c == nil {
+		return 0, false
+	}
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if strings.HasPrefix(c.Error(), s.String()+" signal") {
+			return 128 + int(s), true
+		}
+	}
+	return 0, false
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,24 +44,54 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *asJSON {
 		*once = true
 	}
-	if len(files) == 1 {
+	if len(files) == 1 && files[0] != replay.Stdin {
 		if _, err := os.Stat(files[0] + ".1"); err == nil {
 			fmt.Fprintf(stderr, "vramtop replay: note: older parts of this recording exist (%s.1 …); name them too to replay them\n", files[0])
 		}
 	}
-	var warns []replay.Warning
-	rec, err := replay.Load(files, func(w replay.Warning) { warns = append(warns, w) })
-	for i, w := range warns {
-		if i == maxReplayWarnings {
-			fmt.Fprintf(stderr, "vramtop replay: … and %d more damaged lines skipped\n", len(warns)-i)
-			break
+	// Warnings are printed as they come, while reading and while
+	// snapshots are rebuilt, the first maxReplayWarnings one by one.
+	nwarn, inView := 0, false
+	warn := func(w replay.Warning) {
+		if inView {
+			return // the live view has the terminal
 		}
-		fmt.Fprintf(stderr, "vramtop replay: warning: %s\n", w)
+		if nwarn++; nwarn <= maxReplayWarnings {
+			fmt.Fprintf(stderr, "vramtop replay: warning: %s\n", w)
+		}
 	}
+	// Reading waits on its input (a FIFO with no writer yet, a slow
+	// pipe); a signal ends the wait at once.
+	type opened struct {
+		rec *replay.Recording
+		err error
+	}
+	loaded := make(chan opened, 1)
+	var mu sync.Mutex
+	go func() {
+		rec, err := replay.Open(ctx, files, func(w replay.Warning) { mu.Lock(); warn(w); mu.Unlock() })
+		loaded <- opened{rec, err}
+	}()
+	var rec *replay.Recording
+	var err error
+	select {
+	case <-ctx.Done():
+		code, _ := signalStatus(ctx)
+		fmt.Fprintln(stderr, "vramtop replay: interrupted")
+		return code
+	case o := <-loaded:
+		rec, err = o.rec, o.err
+	}
+	mu.Lock()
+	if nwarn > maxReplayWarnings {
+		fmt.Fprintf(stderr, "vramtop replay: … and %d more damaged lines skipped\n", nwarn-maxReplayWarnings)
+	}
+	mu.Unlock()
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
 		return 1
 	}
+	defer rec.Close()
 	var moment time.Time
 	if *at != "" {
 		if moment, err = replay.ParseMoment(*at, rec); err != nil {
@@ -83,6 +115,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 0
 	}
 
+	mu.Lock()
+	inView = true
+	mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := replay.NewPlayer(rec, moment, moment.IsZero())
@@ -92,8 +127,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		p.Run(ctx)
 	}()
 	me := currentUser()
-	if first := rec.Snapshot(0); first.Demo {
+	if rec.Demo() {
 		me = demo.User
+	}
+	if slices.Contains(files, replay.Stdin) {
+		// Standard input held the recording: the keys come from the
+		// terminal.
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			defer tty.Close()
+			os.Stdin = tty
+		}
 	}
 	err = ui.Run(ctx, p.Snapshots(), ui.Options{
 		Thresholds: th.Thresholds,
@@ -106,6 +149,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	})
 	cancel()
 	<-done
+	if code, ok := signalStatus(ctx); ok {
+		return code
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
 		return 1

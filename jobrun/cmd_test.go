@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,5 +214,70 @@ func TestRunBadInput(t *testing.T) {
 		if code := exitCode(err); code != c.code || len(lines) != 1 || !strings.Contains(string(out), c.msg) {
 			t.Errorf("vramtop %v: exit %d, output %q; want %d and one line about %q", c.args, code, out, c.code, c.msg)
 		}
+	}
+}
+
+// TestRunReportsAndEndsLeftovers: a job whose leader starts `sleep 60 &`
+// and exits: the JSON report lists the sleep as left over (and, with
+// --kill-leftovers, ended by SIGTERM); durations are seconds, empty lists
+// are [].
+func TestRunReportsAndEndsLeftovers(t *testing.T) {
+	bin := vramtop(t)
+	for _, kill := range []bool{false, true} {
+		t.Run(fmt.Sprint("kill=", kill), func(t *testing.T) {
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			report := filepath.Join(dir, "report.json")
+			args := []string{"run", "--demo", "--report", "json", "--report-file", report, "--kill-grace", "2s"}
+			if kill {
+				args = append(args, "--kill-leftovers")
+			}
+			script := `sleep 60 >/dev/null 2>&1 & p=$!; while ! grep -q sleep /proc/$p/cmdline; do sleep 0.01; done; echo $p > ` + pidFile + `; sleep 0.5`
+			cmd := exec.Command(bin, append(args, "--", "sh", "-c", script)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if code := runWithin(t, cmd, 30*time.Second); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			b, _ := os.ReadFile(pidFile)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if pid > 0 {
+				t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			}
+			data, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				DurationSeconds *float64 `json:"duration_seconds"`
+				PIDs            []int    `json:"pids"`
+				Leftovers       []struct {
+					PID     int    `json:"pid"`
+					Command string `json:"command"`
+					Ended   string `json:"ended"`
+				} `json:"leftovers"`
+			}
+			if err := json.Unmarshal(data, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.DurationSeconds == nil || *r.DurationSeconds < 0.5 || *r.DurationSeconds > 20 {
+				t.Errorf("duration_seconds %v, want the job's 0.5 s and a little", r.DurationSeconds)
+			}
+			if len(r.Leftovers) != 1 || r.Leftovers[0].PID != pid || r.Leftovers[0].Command != "sleep 60" {
+				t.Fatalf("leftovers %+v, want the sleep %d", r.Leftovers, pid)
+			}
+			want := ""
+			if kill {
+				want = "SIGTERM"
+			}
+			if r.Leftovers[0].Ended != want {
+				t.Errorf("ended %q, want %q", r.Leftovers[0].Ended, want)
+			}
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			running := err == nil && !bytes.Contains(st, []byte(") Z "))
+			if running == kill {
+				t.Errorf("the sleep running: %v, with --kill-leftovers %v", running, kill)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"errors"
 	"bytes"
 	"compress/gzip"
 	"io"
@@ -105,8 +106,8 @@ func TestKill9(t *testing.T) {
 	}
 }
 
-// TestSIGTERMAndSIGINTEndCleanly: the recorder flushes and exits 0, and
-// the gzip stream is complete.
+// TestSIGTERMAndSIGINTEndCleanly: the recorder flushes and exits within a
+// second with 128+N (143, 130), and the gzip stream is complete.
 func TestSIGTERMAndSIGINTEndCleanly(t *testing.T) {
 	bin := vramtop(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -122,12 +123,17 @@ func TestSIGTERMAndSIGINTEndCleanly(t *testing.T) {
 			}
 			time.Sleep(3 * time.Second)
 			cmd.Process.Signal(sig)
+			sent := time.Now()
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			select {
 			case err := <-done:
-				if err != nil {
-					t.Fatalf("exit after %v: %v (stderr %q)", sig, err, stderr.String())
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+					t.Fatalf("exit after %v: %v, want status %d (stderr %q)", sig, err, 128+int(sig), stderr.String())
+				}
+				if d := time.Since(sent); d > time.Second {
+					t.Errorf("ended %v after %v", d, sig)
 				}
 			case <-time.After(10 * time.Second):
 				cmd.Process.Kill()

@@ -4,8 +4,8 @@ import "testing"
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{
-		"512": 512, "4K": 4 << 10, "4k": 4 << 10, "100M": 100 << 20, "64MiB": 64 << 20,
-		"1.5G": 3 << 29, "2GB": 2 << 30, "1T": 1 << 40, " 10M ": 10 << 20,
+		"512": 512, "4K": 4000, "4KiB": 4 << 10, "100M": 100e6, "100MB": 100e6, "64MiB": 64 << 20,
+		"1.5GiB": 3 << 29, "2GB": 2e9, "1Ti": 1 << 40, " 10M ": 10e6,
 	} {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)

@@ -8,13 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/units"
 )
 
 // DefaultKeep is how many rotated parts (FILE.1 … FILE.N) are kept.
@@ -384,37 +383,13 @@ func (c *countWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// ParseSize reads a size such as "512", "100K", "64MiB", "1.5G" (powers of
-// 1024; a B suffix is optional).
+// ParseSize reads a size as units.ParseSize does: "512", "100MB" or "100M"
+// (100·10⁶ bytes), "64MiB" (64·2²⁰), "1.5GiB".
 func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	u := strings.ToUpper(t)
-	u = strings.TrimSuffix(u, "B")
-	u = strings.TrimSuffix(u, "I")
-	mult := int64(1)
-	if u != "" {
-		switch u[len(u)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			u = u[:len(u)-1]
-		}
+	n, err := units.ParseSize(s)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseFloat(u, 64)
-	if err != nil || math.IsNaN(v) {
-		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T suffix", s)
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("size %q is negative", s)
-	}
-	n := v * float64(mult)
 	if n > 1<<62 {
 		return 0, fmt.Errorf("size %q is too large", s)
 	}

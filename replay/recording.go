@@ -90,6 +90,9 @@ type cursor struct {
 	kf     recorder.Record
 }
 
+// Demo reports whether the recording is of the built-in demo.
+func (r *Recording) Demo() bool { return r.headers[r.lines[0].hdr].Demo }
+
 // Len returns the number of snapshots.
 func (r *Recording) Len() int { return len(r.lines) }
 
