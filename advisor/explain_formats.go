@@ -35,6 +35,11 @@ var formats = []oomFormat{
 	{framework: "tensorflow", anchor: bfcStatsAnchor, parse: parseBFCStats, lits: []string{"stats:limit:"}},
 	{framework: "triton", anchor: re(`(?:OutOfResources:\s*)?out\s*of\s*resource:\s*shared\s*memory`), parse: parseTriton, lits: []string{"outofresource:sharedmemory"}},
 	{framework: "deepspeed", anchor: dsFlushes, parse: parseDeepSpeedFlushes, lits: []string{"allocatorcacheflushes"}},
+	{framework: "numpy", anchor: re(`(?:numpy\.(?:_?core)\._exceptions\.)?(?:_ArrayMemoryError|MemoryError):\s*Unable\s*to\s*allocate`), parse: parseHostRAM, lits: []string{"memoryerror:unabletoallocate"}},
+	{framework: "python", anchor: re(`MemoryError`), accept: acceptPyMemoryError, parse: parseHostRAM, lits: []string{"memoryerror"}},
+	{framework: "python", anchor: re(`OSError:\s*\[Errno\s*12\]\s*Cannot\s*allocate\s*memory`), parse: parseHostRAM, lits: []string{"[errno12]cannotallocatememory"}},
+	{framework: "pytorch", anchor: re(`DataLoader\s*worker\s*\(pid\s*\d+\)\s*is\s*killed\s*by\s*signal:\s*(?:Bus\s*error|Killed)|[Uu]nexpected\s*bus\s*error\s*encountered\s*in\s*worker`), parse: parseHostRAM, lits: []string{"iskilledbysignal", "unexpectedbuserror"}},
+	{framework: "jvm", anchor: re(`java\.lang\.OutOfMemoryError:\s*(?:Java\s*heap\s*space|GC\s*overhead\s*limit\s*exceeded|Direct\s*buffer\s*memory|Metaspace|unable\s*to\s*create\s*(?:new\s*)?native\s*thread|Requested\s*array\s*size\s*exceeds\s*VM\s*limit)`), parse: parseHostRAM, lits: []string{"java.lang.outofmemoryerror:"}},
 	{framework: "kernel", anchor: re(`(?:Memory\s*cgroup\s*out\s*of\s*memory|Out\s*of\s*memory):\s*Kill(?:ed)?\s*process\s*\d+|Killed\s*process\s*\d+\s*\([^)]{0,64}\)\s*total-vm`), parse: parseKernelOOM, lits: []string{"killprocess", "killedprocess"}},
 	{framework: "process", anchor: re(`Killed`), accept: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
 	{framework: "process", anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
@@ -479,9 +484,18 @@ var (
 	bfcStats   = re(`Stats:\s*Limit:\s*(\d+)\s*InUse:\s*(\d+)`)
 )
 
+// bfcNotAFailure marks the warning the allocator gives when the caller can
+// do without the memory: "... with freed_by_count=0. The caller indicates
+// that this is not a failure, but may mean that there could be performance
+// gains if more memory were available."
+var bfcNotAFailure = re(`^.{0,300}?this\s*is\s*not\s*a\s*failure`)
+
 func parseBFC(seg, line string, e *Explanation) {
 	e.kind = kindAllocator
 	frameworkFromPath(line, e)
+	if bfcNotAFailure.MatchString(head(seg, 400)) {
+		e.Kind = "memory_pressure"
+	}
 	if g := bfcRequest.FindStringSubmatch(head(seg, 400)); g != nil {
 		setSize(&e.RequestedBytes, g, 2)
 		if d := bfcDevice.FindStringSubmatch(g[1]); d != nil {

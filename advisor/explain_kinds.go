@@ -160,6 +160,44 @@ func parseKernelOOM(seg, line string, e *Explanation) {
 	e.key = "kernel|" + seg[g[2]:g[3]]
 }
 
+// Host RAM, as Python, NumPy, the DataLoader and the JVM report it.
+var (
+	// NumPy: "numpy.core._exceptions._ArrayMemoryError: Unable to allocate
+	// 58.0 GiB for an array with shape (176351, 176460) and data type
+	// uint16" (sizes of 100 and more print as "201. GiB").
+	numpyAlloc = re(`Unable\s*to\s*allocate\s*(?:(\d+(?:\.\d*)?)\s*(KiB|MiB|GiB|TiB|PiB|B|bytes)\s*for\s*)?(?:an\s*)?array\s*with\s*shape\s*\(([\d,\s]{0,200})\)\s*and\s*data\s*type\s*(\w+)`)
+	// A Python MemoryError alone on its line (the traceback's last line).
+	pyMemoryErrorLine = regexp.MustCompile(`^\s*(?:E\s+)?(?:builtins\.)?MemoryError\s*(?::.*)?$`)
+)
+
+func acceptPyMemoryError(c anchorCtx) bool { return pyMemoryErrorLine.MatchString(c.line) }
+
+func parseHostRAM(seg, line string, e *Explanation) {
+	e.Kind = "host"
+	seg = head(seg, 400)
+	switch {
+	case strings.Contains(seg[:min(len(seg), 120)], "Unable") || strings.Contains(seg[:min(len(seg), 60)], "_exceptions"):
+		e.Framework = "numpy"
+		if g := numpyAlloc.FindStringSubmatch(seg); g != nil {
+			if g[1] != "" {
+				if v, ok := toBytes(g[1], g[2]); ok {
+					e.RequestedBytes = &v
+				}
+			}
+			e.Shape = "[" + strings.Join(shapeDims(g[3]), ",") + "]"
+			e.DType = g[4]
+		}
+	case strings.Contains(seg, "Bus error") || strings.Contains(seg, "shared memory"):
+		e.key = "shm" // /dev/shm, not RAM as such
+	case strings.Contains(seg, "signal: Killed"):
+		e.Confidence = "likely"
+		e.Reason = "a DataLoader worker was ended by SIGKILL, which is most often the kernel's OOM killer when the machine's RAM runs out"
+	}
+	if e.key == "" {
+		e.key = "host|" + e.Framework
+	}
+}
+
 // A process killed by SIGKILL, as a shell or launcher reports it: "Killed"
 // alone on a line, "bash: line 1: 1921 Killed  python train.py", "exit code
 // 137", torchrun's "exitcode: -9". Most often the kernel's OOM killer.
@@ -249,6 +287,13 @@ func diagnoseKind(e *Explanation) (ok bool) {
 		switch {
 		case e.Framework == "pytorch" && e.RequestedBytes != nil:
 			s += fmt.Sprintf(": PyTorch's CPU allocator could not get %s.", B(*e.RequestedBytes))
+		case e.Framework == "numpy" && e.RequestedBytes != nil:
+			s += fmt.Sprintf(": NumPy could not allocate %s for an array of shape %s (%s).", B(*e.RequestedBytes), e.Shape, e.DType)
+		case e.key == "shm":
+			s = "The shared memory (/dev/shm) that DataLoader workers pass batches through ran out, not GPU memory" +
+				" (a container's default is 64 MiB: docker run --shm-size=16g or --ipc=host)."
+		case e.Framework == "jvm":
+			s += ": the Java heap (or its off-heap memory) was full: raise -Xmx (spark.driver.memory / spark.executor.memory)."
 		case e.Framework == "kernel" && len(e.Processes) > 0:
 			p := e.Processes[0]
 			s += fmt.Sprintf(": the kernel's OOM killer ended process %d (%s)", p.PID, p.Name)
@@ -303,7 +348,13 @@ func diagnoseKind(e *Explanation) (ok bool) {
 		if e.CacheFlushes != nil {
 			s += fmt.Sprintf(" %d time(s) in the last step", *e.CacheFlushes)
 		}
-		why = append(why, s+". This is not an out-of-memory error, but the card is nearly full and fragmented: it is slow now and often runs out next.")
+		if e.Framework != "deepspeed" {
+			s = e.frameworkName() + "'s allocator could not get memory for an operation that can do without it (it says this is not a failure)"
+			if e.RequestedBytes != nil {
+				s += fmt.Sprintf(": %s on %s", B(*e.RequestedBytes), e.gpu())
+			}
+		}
+		why = append(why, s+". This is not an out-of-memory error, but the card is nearly full: it is slow now and often runs out next.")
 		list = append(list, FragmentationRemedies(0)...)
 		r("flush on every rank at once", "stalls of ranks waiting for one that flushes", "a little time per step", "easy",
 			"get_accelerator().empty_cache() in the training loop, on all ranks")

@@ -19,6 +19,9 @@ func TestExplainNamesTheMemoryThatRanOut(t *testing.T) {
 		{"Triton", "triton_65536", "gpu_shared_memory", "", "freeing GPU memory or a smaller batch does not help"},
 		{"DeepSpeed", "deepspeed_flushes_peft", "memory_pressure", "", "a warning, not an out-of-memory error"},
 		{"MXNet", "mxnet_error", "gpu", "", "MXNet out of memory on the GPU"},
+		{"NumPy", "numpy_58gib", "host", "", "NumPy could not allocate 58 GiB for an array of shape [176351,176460] (uint16)"},
+		{"shared memory", "dataloader_bus_error", "host", "", "The shared memory (/dev/shm) that DataLoader workers pass batches through ran out"},
+		{"BFC not a failure", "tf_bfc_not_a_failure", "memory_pressure", "", "This is not an out-of-memory error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := Explain(readLog(t, "real/"+c.file+".log"))

@@ -92,4 +92,13 @@ var realCases = []struct {
 	{"vllm_no_cache_blocks", map[string]any{"found": true, "kind": "gpu", "framework": "vllm", "messages_found": 1.0}},
 	{"cublas_create_handle", map[string]any{"found": true, "kind": "gpu", "framework": "cublas", "messages_found": 1.0}},
 	{"cublas_tf_windows", map[string]any{"found": true, "kind": "gpu", "framework": "cublas", "messages_found": 1.0}},
+	{"numpy_58gib", map[string]any{"found": true, "kind": "host", "framework": "numpy", "messages_found": 1.0, "requested_bytes": 62277025792.0, "shape": "[176351,176460]", "dtype": "uint16"}},
+	{"numpy_mib", map[string]any{"found": true, "kind": "host", "framework": "numpy", "messages_found": 1.0, "requested_bytes": 99509862.0, "shape": "[2160,3840,3]", "dtype": "float32"}},
+	{"numpy_trailing_dot", map[string]any{"found": true, "kind": "host", "framework": "numpy", "messages_found": 1.0, "requested_bytes": 215822106624.0, "shape": "[2999,2999,2999]", "dtype": "int64"}},
+	{"numpy_core2", map[string]any{"found": true, "kind": "host", "framework": "numpy", "messages_found": 1.0, "requested_bytes": 34359738368.0, "shape": "[2048,2048,2048,4]", "dtype": "uint8"}},
+	{"numpy_no_size", map[string]any{"found": true, "kind": "host", "framework": "numpy", "messages_found": 1.0, "shape": "[9681,9681]", "dtype": "float64"}},
+	{"dataloader_bus_error", map[string]any{"found": true, "kind": "host", "framework": "pytorch", "messages_found": 1.0}},
+	{"dataloader_bus_error_wrapped", map[string]any{"found": true, "kind": "host", "framework": "pytorch", "messages_found": 1.0}},
+	{"dataloader_unexpected_bus_error", map[string]any{"found": true, "kind": "host", "framework": "pytorch", "messages_found": 1.0}},
+	{"tf_bfc_not_a_failure", map[string]any{"found": true, "kind": "memory_pressure", "framework": "tensorflow", "messages_found": 1.0, "device": 0.0, "requested_bytes": 2791728742.0}},
 }

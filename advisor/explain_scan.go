@@ -42,7 +42,8 @@ var scanTriggers = []string{
 	"insufficientmemory", "totalcapacity", "stats:limit:", "cudnn_status_",
 	"killed", "code137", "status137", "exit137", "code:137", "exitcode:-9",
 	"sigkill", "outofresource", "can'tallocatememory", "cudahostalloc",
-	"allocatorcacheflushes", "cannotallocatememory",
+	"allocatorcacheflushes", "cannotallocatememory", "memoryerror", "outofsharedmemory",
+	"insufficientsharedmemory",
 }
 
 var scanTriggerBytes = func() [][]byte {
