@@ -1,9 +1,9 @@
 package recorder_test
 
 import (
-	"errors"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
