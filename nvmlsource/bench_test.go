@@ -32,19 +32,34 @@ func writeFakeProc(b testing.TB, dir string, pids []uint32) {
 	}
 }
 
-// BenchmarkNVMLSample8x100 is one full sample through the NVML source on a
-// mocked DGX H100: the memory of 8 GPUs and their process lists, 100
-// processes each, with each process's stat re-read from a /proc tree (the
-// steady state: the processes are known, so their command lines, users and
-// cgroups come from the cache).
-func BenchmarkNVMLSample8x100(b *testing.B) {
+// BenchmarkNVMLSample is one sample through the NVML source on a mocked DGX
+// H100: the memory of 8 GPUs and their process lists, with each process's
+// stat re-read from a /proc tree (the steady state: the processes are known,
+// so their command lines, users and cgroups come from the cache). "moving":
+// every GPU's used memory changes between samples, so every list is read from
+// the driver; "steady": it does not, so the lists are reused (what a card
+// whose jobs hold their memory costs). Besides ns/op it reports µs per device
+// and per process.
+func BenchmarkNVMLSample(b *testing.B) {
+	for _, per := range []int{100, 1000} {
+		for _, moving := range []bool{true, false} {
+			name := fmt.Sprintf("8x%d/steady", per)
+			if moving {
+				name = fmt.Sprintf("8x%d/moving", per)
+			}
+			b.Run(name, func(b *testing.B) { benchSample(b, per, moving) })
+		}
+	}
+}
+
+func benchSample(b *testing.B, per int, moving bool) {
 	h := newMockHost(nil)
 	var pids []uint32
 	for i, g := range h.gpus {
-		for k := range 100 {
-			pid := uint32(10000 + 100*i + k)
+		for k := range per {
+			pid := uint32(10000 + per*i + k)
 			pids = append(pids, pid)
-			g.compute = append(g.compute, nvmlProcs(uint64(pid), uint64(k+1)*64*nvmlMiB)...)
+			g.compute = append(g.compute, nvmlProcs(uint64(pid), uint64(k%100+1)*64*nvmlMiB)...)
 		}
 	}
 	root := b.TempDir()
@@ -61,6 +76,11 @@ func BenchmarkNVMLSample8x100(b *testing.B) {
 	now := nvmlT0
 	sample := func() {
 		now = now.Add(time.Second)
+		if moving {
+			for _, g := range h.gpus {
+				g.mem.Used ^= nvmlMiB
+			}
+		}
 		if err := s.ReadMemory(now, mem); err != nil {
 			b.Fatal(err)
 		}
@@ -71,14 +91,17 @@ func BenchmarkNVMLSample8x100(b *testing.B) {
 		}
 	}
 	sample()
-	if len(buf) != 800 || buf[799].Command == "" {
-		b.Fatalf("%d processes listed, want 800 with their commands", len(buf))
+	if len(buf) != 8*per || buf[8*per-1].Command == "" {
+		b.Fatalf("%d processes listed, want %d with their commands", len(buf), 8*per)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		sample()
 	}
+	us := float64(b.Elapsed().Microseconds()) / float64(b.N)
+	b.ReportMetric(us/8, "µs/device")
+	b.ReportMetric(us/float64(8*per), "µs/process")
 }
 
 // BenchmarkNVMLMemory8 is the device-memory path alone: memory,

@@ -5,7 +5,7 @@
 #   bash bench/gpu/run.sh VRAMTOP_BINARY OUTDIR
 #
 # NVTOP=/path/to/nvtop adds nvtop where it is not on PATH. Prints the tables;
-# raw numbers in OUTDIR/perf.json.
+# raw numbers in OUTDIR/watch.json and OUTDIR/perf.json.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -14,6 +14,8 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 echo "machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1); $(nproc) CPUs; $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "vramtop: $("$bin" --version)"
+echo; echo "== the lightest watcher: vramtop, nvtop and nvidia-smi in one run (BEFORE=binary adds an earlier build)"
+python3 "$here/watch.py" "$bin" "$out" 60 100 | tee "$out/watch.txt"
 echo; echo "== truth: vramtop --once --json against nvidia-smi"
 python3 "$here/truth.py" "$bin" 1,10,100 3 | tee "$out/truth.txt"
 echo; echo "== overhead, startup, spikes, cost to a job"
