@@ -21,7 +21,7 @@ var formats = []oomFormat{
 	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle, lits: []string{"outofmemoryerrorongpu"}},
 	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing, lits: []string{"--mem-fraction-static"}},
 	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?(?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|HIP_ERROR_OutOfMemory`), parse: parseDriver, lits: []string{"cuda_error_out_of_memory", "hip_error_outofmemory"}},
-	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)"}},
+	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory|cuda\s*failed\s*with\s*error\s*2\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)", "cudafailedwitherror2outofmemory"}},
 	{framework: "mxnet", anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet, lits: []string{"mxneterror:", "pooled_storage_manager.h"}},
 	{framework: "tensorflow", anchor: re(`could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*\d+|failed\s*to\s*allocate\s*` + sz + `\s*of\s*pinned\s*memory:\s*out\s*of\s*memory|cudaHostAlloc\w*\s*(?:\(.{0,80}?\)\s*)?failed.{0,80}?(?:out\s*of\s*memory|cudaErrorMemoryAllocation)`), parse: parsePinned, lits: []string{"pinnedhostmemory", "ofpinnedmemory", "cudahostalloc"}},
 	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer`), parse: parseLlama, lits: []string{"cudamallocfailed", "failedtoallocate", "unabletoallocate"}},
@@ -386,7 +386,23 @@ func parseCUDAError(seg, line string, e *Explanation) {
 	if strings.HasPrefix(seg, "hipError") {
 		e.Backend = "hip"
 	}
+	// Raised from pin_memory() (a DataLoader's pin memory thread,
+	// DeepSpeed's offload buffers): cudaHostAlloc could not lock host RAM.
+	before := e.ctx.text[max(0, e.ctx.at-pinReach):e.ctx.at]
+	if pinnedCall.MatchString(before) {
+		e.Host = true
+		e.Confidence = "likely"
+		e.Reason = "the error was raised from " + strings.Join(strings.Fields(pinnedCall.FindString(before)), " ") +
+			", which page-locks host memory (cudaHostAlloc) rather than allocating GPU memory"
+	}
 }
+
+// pinnedCall names a call that allocates pinned host memory, in the
+// traceback shortly before a CUDA error.
+var pinnedCall = re(`\.pin_memory\(\)|pin\s*memory\s*thread|cudaHostAlloc|pin_memory\(data,\s*device\)`)
+
+// pinReach is how far before a CUDA error its traceback is read.
+const pinReach = 1500
 
 // frameworkFromPath tells TensorFlow from XLA/JAX by the source path a
 // logged line names.

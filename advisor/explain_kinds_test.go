@@ -102,3 +102,20 @@ func TestExplainPyTorchWithoutClosingParenthesis(t *testing.T) {
 		t.Errorf("total=%d free=%d reserved=%d", val(e.TotalBytes), val(e.FreeBytes), val(e.ReservedByFrameworkBytes))
 	}
 }
+
+// "CUDA error: out of memory" raised from pin_memory() is pinned host
+// memory (cudaHostAlloc), likely; the same error elsewhere is the card's.
+func TestExplainCUDAErrorFromPinMemory(t *testing.T) {
+	pinned := "  File \"/opt/conda/lib/python3.8/site-packages/deepspeed/accelerator/cuda_accelerator.py\", line 217, in pin_memory\n" +
+		"    return tensor.pin_memory()\n" +
+		"RuntimeError: CUDA error: out of memory\n" +
+		"CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+	e := Explain(pinned)
+	if e.Kind != "pinned_host" || e.Confidence != "likely" || !strings.Contains(e.Reason, ".pin_memory()") {
+		t.Errorf("kind %q confidence %q reason %q", e.Kind, e.Confidence, e.Reason)
+	}
+	gpu := "  File \"train.py\", line 40, in <module>\n    loss.backward()\nRuntimeError: CUDA error: out of memory\n"
+	if e := Explain(gpu); e.Kind != "gpu" || e.Confidence != "" {
+		t.Errorf("kind %q confidence %q", e.Kind, e.Confidence)
+	}
+}

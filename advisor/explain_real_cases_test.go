@@ -101,4 +101,8 @@ var realCases = []struct {
 	{"dataloader_bus_error_wrapped", map[string]any{"found": true, "kind": "host", "framework": "pytorch", "messages_found": 1.0}},
 	{"dataloader_unexpected_bus_error", map[string]any{"found": true, "kind": "host", "framework": "pytorch", "messages_found": 1.0}},
 	{"tf_bfc_not_a_failure", map[string]any{"found": true, "kind": "memory_pressure", "framework": "tensorflow", "messages_found": 1.0, "device": 0.0, "requested_bytes": 2791728742.0}},
+	{"python_errno12_no_space", map[string]any{"found": true, "kind": "host", "framework": "python", "messages_found": 1.0}},
+	{"python_errno12_fork", map[string]any{"found": true, "kind": "host", "framework": "python", "messages_found": 1.0}},
+	{"python_errno12_repeated", map[string]any{"found": true, "kind": "host", "framework": "python", "messages_found": 1.0}},
+	{"cuda_spconv_error_2", map[string]any{"found": true, "kind": "gpu", "framework": "cuda", "messages_found": 1.0}},
 }
