@@ -3,7 +3,6 @@ package advisor
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 
@@ -152,42 +151,4 @@ func JoinPicks(picks []Pick) string {
 		vs[i] = p.Value
 	}
 	return strings.Join(vs, ",")
-}
-
-var sizeUnits = map[string]uint64{
-	"": 1, "b": 1,
-	"k": oneKiB, "kb": oneKiB, "kib": oneKiB,
-	"m": oneMiB, "mb": oneMiB, "mib": oneMiB,
-	"g": oneGiB, "gb": oneGiB, "gib": oneGiB,
-	"t": oneTiB, "tb": oneTiB, "tib": oneTiB,
-}
-
-// ParseByteSize reads a size as given on the command line: a plain byte
-// count ("1073741824") or a number with a binary unit ("20GiB", "20G",
-// "512MiB", "1.5TiB", "4 GB"); units are powers of 2 whether written KiB,
-// KB or K, in any case. A fraction of a byte is dropped.
-func ParseByteSize(s string) (uint64, error) {
-	in := strings.TrimSpace(s)
-	i := 0
-	for i < len(in) && (in[i] >= '0' && in[i] <= '9' || in[i] == '.') {
-		i++
-	}
-	num, unit := in[:i], strings.ToLower(strings.TrimSpace(in[i:]))
-	mult, ok := sizeUnits[unit]
-	if num == "" || num == "." || strings.Count(num, ".") > 1 || !ok {
-		return 0, fmt.Errorf("invalid size %q: want a number of bytes, or a number with a unit (B, KiB, MiB, GiB, TiB; K, M, G, T)", s)
-	}
-	if mult == 1 && strings.Contains(num, ".") {
-		return 0, fmt.Errorf("invalid size %q: a byte count is a whole number", s)
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok {
-		return 0, fmt.Errorf("invalid size %q", s)
-	}
-	r.Mul(r, new(big.Rat).SetInt(new(big.Int).SetUint64(mult)))
-	n := new(big.Int).Quo(r.Num(), r.Denom())
-	if !n.IsUint64() {
-		return 0, fmt.Errorf("invalid size %q: too large", s)
-	}
-	return n.Uint64(), nil
 }

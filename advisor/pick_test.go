@@ -2,50 +2,12 @@ package advisor
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/vramtop/vramtop/sampler"
 )
 
-func TestParseByteSize(t *testing.T) {
-	good := []struct {
-		in   string
-		want uint64
-	}{
-		{"20GiB", 20 * oneGiB},
-		{"20G", 20 * oneGiB},
-		{"20g", 20 * oneGiB},
-		{"20 GB", 20 * oneGiB},
-		{"512MiB", 512 * oneMiB},
-		{"512M", 512 * oneMiB},
-		{"1.5TiB", 3 * oneTiB / 2},
-		{"0.5K", 512},
-		{"1073741824", oneGiB},
-		{"1073741824B", oneGiB},
-		{"0", 0},
-		{" 8KiB ", 8 * oneKiB},
-	}
-	for _, c := range good {
-		got, err := ParseByteSize(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
-	for _, in := range []string{"", "GiB", "-1G", "20X", "1.5", "1.2.3G", "20 GiBs", "1e3", "1/2G", "20000000TiB", "18446744073709551616", "16EiB"} {
-		if got, err := ParseByteSize(in); err == nil {
-			t.Errorf("ParseByteSize(%q) = %d, want an error", in, got)
-		} else if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "invalid size") {
-			t.Errorf("ParseByteSize(%q) error %q: want one line naming the input", in, err)
-		}
-	}
-	if got, err := ParseByteSize("18446744073709551615"); err != nil || got != ^uint64(0) {
-		t.Errorf("largest byte count: %d, %v", got, err)
-	}
-}
-
-// pickDev is a GPU with free bytes free and n processes.
 func pickDev(id string, free uint64, n int) sampler.Device {
 	var ps []sampler.Process
 	for i := 0; i < n; i++ {
@@ -113,26 +75,4 @@ func TestPickSkipsMIGParentsAndFailedGPUs(t *testing.T) {
 	if _, err := PickDevices(empty, PickOptions{}); err == nil || !strings.Contains(err.Error(), "driver not loaded") {
 		t.Errorf("a failed read: %v", err)
 	}
-}
-
-// FuzzParseByteSize: never panics; a plain byte count reads as itself, and
-// the same number with a unit reads as that many units.
-func FuzzParseByteSize(f *testing.F) {
-	for _, s := range []string{"20GiB", "1.5TiB", "512M", "0", "18446744073709551615", "1e3", "-1", " 7 kb "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseByteSize(s)
-		if err != nil {
-			return
-		}
-		if u, perr := strconv.ParseUint(strings.TrimSpace(s), 10, 64); perr == nil && u != n {
-			t.Fatalf("%q read as %d, want %d", s, n, u)
-		}
-		if n < 1<<20 && !strings.Contains(s, ".") {
-			if m, err := ParseByteSize(s + "KiB"); strings.TrimSpace(s) == s && err == nil && m != n*oneKiB {
-				t.Fatalf("%q KiB read as %d, want %d", s, m, n*oneKiB)
-			}
-		}
-	})
 }

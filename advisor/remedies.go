@@ -2,8 +2,9 @@ package advisor
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/vramtop/vramtop/units"
 )
 
 // Situation is a set of situations a remedy applies to.
@@ -486,17 +487,5 @@ func RankRemedies(list []RemedyEstimate, shortfall uint64) []RemedyEstimate {
 // least 1 (B, KiB, MiB, GiB, TiB), with at most two decimals: "21 GiB",
 // "1.5 MiB", "512 B".
 func FormatBytes(b uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	if b < 1024 {
-		return strconv.FormatUint(b, 10) + " B"
-	}
-	v := float64(b)
-	i := 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + " " + units[i]
+	return units.FormatSize(b, units.Precise)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/units"
 )
 
 const (
@@ -20,22 +21,12 @@ const (
 
 // fmtBytes formats a size for people: "61.2 GiB", "512 MiB".
 func fmtBytes(b uint64) string {
-	if b >= gib {
-		return fmt.Sprintf("%.1f GiB", float64(b)/gib)
-	}
-	return fmt.Sprintf("%d MiB", b/mib)
+	return units.FormatSize(b, units.Screen)
 }
 
 // fmtBytesShort is fmtBytes for narrow columns: "61.2G", "512M".
 func fmtBytesShort(b uint64) string {
-	if b >= gib {
-		g := float64(b) / gib
-		if g >= 1000 {
-			return fmt.Sprintf("%.0fG", g)
-		}
-		return fmt.Sprintf("%.1fG", g)
-	}
-	return fmt.Sprintf("%dM", b/mib)
+	return units.FormatSize(b, units.Narrow)
 }
 
 // fmtOptBytes is fmtBytes, n/a for an absent value.
