@@ -79,9 +79,11 @@ func explainInterrupted(ctx context.Context, stderr io.Writer) int {
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
-		"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS,\n"+
-		"llama.cpp, ONNX Runtime, TensorRT, TGI), says where the memory went and what to try.\nReads stdin when FILE is absent or \"-\".\n"+
-		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags.\n\n", stderr)
+		"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n"+
+		"llama.cpp, ONNX Runtime, TensorRT, TGI, DeepSpeed, Triton, MXNet; host RAM running out), says what ran\n"+
+		"out, where the memory went and what to try. Reads stdin when FILE is absent or \"-\"; of a log longer\n"+
+		"than 256 MiB, its end.\n"+
+		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags, 130/143 on SIGINT/SIGTERM.\n\n", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
 	var sf sourceFlags
