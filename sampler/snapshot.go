@@ -86,7 +86,7 @@ type Device struct {
 	// History is the device's used memory over the history window.
 	History Window `json:"-"`
 	// PeakUsed is the highest used memory seen in the history window.
-	PeakUsed uint64 `json:"peak_used_bytes,omitempty"`
+	PeakUsed uint64 `json:"memory_used_peak_bytes,omitempty"`
 	// RecentPeakUsed is the highest used memory sampled since the previous
 	// snapshot: with fast sampling, a spike shorter than the publishing
 	// interval still shows here (and in History).
@@ -135,7 +135,7 @@ type Process struct {
 	// Fields kept by the sampler across polls.
 	FirstSeen time.Time `json:"first_seen,omitzero"`
 	LastSeen  time.Time `json:"-"`
-	PeakBytes uint64    `json:"peak_bytes,omitempty"`
+	PeakBytes uint64    `json:"used_peak_bytes,omitempty"`
 	Exited    bool      `json:"exited,omitempty"`
 	History   Window    `json:"-"`
 }
