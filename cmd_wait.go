@@ -146,19 +146,13 @@ func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 			return picks, true
 		}
 	}
-	want := fmt.Sprintf("%d GPU%s", w.opt.Count, map[bool]string{true: "", false: "s"}[w.opt.Count == 1])
-	if w.opt.MinFree > 0 {
-		want += " with " + advisor.FormatBytes(w.opt.MinFree) + " free"
-	}
-	switch {
+	switch _, err := advisor.PickDevices(snap, w.opt); {
 	case qualifying >= w.opt.Count:
-		w.reason = fmt.Sprintf("%d qualify, settling (%v left of %v)", qualifying, soonest.Round(time.Second), w.settle)
+		w.reason = fmt.Sprintf("%d of %d GPUs qualify, settling (%v left of %v)", qualifying, len(snap.Devices), soonest.Round(time.Second), w.settle)
+	case err != nil:
+		w.reason = err.Error()
 	default:
-		_, err := advisor.PickDevices(snap, w.opt)
-		w.reason = fmt.Sprintf("waiting for %s: %v", want, err)
-		if err == nil {
-			w.reason = fmt.Sprintf("waiting for %s: too busy (above %g%% utilization)", want, w.maxUtil)
-		}
+		w.reason = fmt.Sprintf("the GPUs with the memory are above %g%% utilization", w.maxUtil)
 	}
 	return nil, false
 }

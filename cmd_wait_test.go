@@ -100,7 +100,7 @@ func TestWaitMaxUtil(t *testing.T) {
 		t.Errorf("picked %q, want GPU 1 (GPU 0 is 95%% busy)", got)
 	}
 	w = newWaiter(advisor.PickOptions{MinFree: 10 * gib, Count: 1}, 50, 0)
-	if got := step(w, snapAt(0, []uint64{70}, 95)); got != "" || !strings.Contains(w.reason, "busy") {
+	if got := step(w, snapAt(0, []uint64{70}, 95)); got != "" || !strings.Contains(w.reason, "above 50% utilization") {
 		t.Errorf("picked %q (reason %q), want none because GPU 0 is too busy", got, w.reason)
 	}
 }
