@@ -241,6 +241,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var th thresholdFlags
 	th.add(fs, "")
 	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
+	notify := fs.Bool("notify", false, "desktop notifications through the terminal (OSC 9/777, the bell elsewhere) when a GPU turns critical, a leak or time-to-full alert starts, or a GPU watched with w is free")
 	if code, ok := parseNoArgs(fs, args, stderr, " (see vramtop --help)"); !ok {
 		return code
 	}
@@ -277,6 +278,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := runLive(ctx, s, ui.Options{
 		Thresholds:  th.Thresholds,
 		Bell:        *bell,
+		Notify:      *notify,
 		SetInterval: s.SetInterval,
 		Version:     version,
 		User:        me,

@@ -32,9 +32,10 @@ type gpuPane struct {
 	focused bool
 	compact bool
 	panelH  int
-	graphH  int      // lines of the selected GPU's graph under the compact list
-	sev     sevIndex // the advisor's severity of each device
-	colHead bool     // the compact list has its column header line
+	graphH  int       // lines of the selected GPU's graph under the compact list
+	sev     sevIndex  // the advisor's severity of each device
+	notify  *notifier // what is watched (w); nil without --notify
+	colHead bool      // the compact list has its column header line
 	span    time.Duration
 
 	snap     sampler.Snapshot
@@ -218,6 +219,15 @@ func (g gpuPane) name(d sampler.Device) string {
 	return n
 }
 
+// watchMark marks a GPU watched with w: a notification comes when it is
+// free.
+func (g gpuPane) watchMark(d sampler.Device) string {
+	if g.notify != nil && g.notify.Watching(d.ID) {
+		return "◎ "
+	}
+	return ""
+}
+
 // sevTag names the advisor's severity of the device in words, so it reads
 // without colour.
 func (g gpuPane) sevTag(d sampler.Device) string {
@@ -244,7 +254,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	leftW := clamp(g.width*2/5, textBlockMin, 56)
 	rightW := g.width - leftW - 2
 	sev := g.sev.of(d).Severity
-	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.name(d)
+	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.watchMark(d) + g.name(d)
 	if tag := g.sevTag(d); tag != "" {
 		title += " " + tag
 	}
@@ -349,6 +359,7 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	if d.MIG != nil && d.MIG.Profile != "" {
 		name = "MIG " + d.MIG.Profile
 	}
+	name = g.watchMark(d) + name
 	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
 		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
 	if d.Err != "" {

@@ -10,6 +10,7 @@ type keyMap struct {
 	Sort, Filter, Mine, Group, Span         key.Binding
 	Pause, Faster, Slower                   key.Binding
 	Kill, Help, Quit                        key.Binding
+	Watch                                   key.Binding // notify when the selected GPU is free (--notify)
 
 	// Replay only.
 	StepBack, StepFwd, SeekBack, SeekFwd, SeekStart, SeekEnd, Play, Speed key.Binding
@@ -38,6 +39,7 @@ func newKeyMap(replay bool) keyMap {
 		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample faster (halve interval)")),
 		Slower:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "sample slower (double interval)")),
 		Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "SIGTERM, then SIGKILL, own process")),
+		Watch:    key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "watch GPU (--notify)")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		Yes:      key.NewBinding(key.WithKeys("y", "Y")),
@@ -72,7 +74,7 @@ func newKeyMap(replay bool) keyMap {
 func (k keyMap) helpGroups() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Tab, k.Enter, k.Back},
-		{k.Sort, k.Filter, k.Mine, k.Group, k.Span, k.Kill},
+		{k.Sort, k.Filter, k.Mine, k.Group, k.Span, k.Kill, k.Watch},
 		{k.Pause, k.Faster, k.Slower, k.Help, k.Quit},
 	}
 	if k.Play.Enabled() {

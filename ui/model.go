@@ -102,6 +102,7 @@ type Model struct {
 	alerts        []advisor.Alert
 	pendingAlerts []advisor.Alert
 	critSeen      map[string]bool
+	notify        *notifier // desktop notifications (--notify); nil without
 
 	euid         int
 	status       string
@@ -127,6 +128,10 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		help:     newHelpScreen(),
 	}
 	m.procs = newProcPane(&m.out)
+	if opts.Notify {
+		m.notify = envNotifier(opts.Thresholds)
+		m.gpus.notify = m.notify
+	}
 	m.procs.SetUser(opts.User)
 	m.prompt = newKillPrompt(&m.out, opts.Now)
 	// One monitor gives both the alerts and the advice, so they agree (the
@@ -280,6 +285,11 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	alerts := m.observe(s)
 	if m.opts.Bell && m.newCrit(alerts) {
 		cmds = append(cmds, tea.Raw("\a"))
+	}
+	if m.notify != nil {
+		if seq := m.notify.Sequences(m.notify.Observe(s, alerts)); seq != "" {
+			cmds = append(cmds, tea.Raw(seq))
+		}
 	}
 	m.latest = s
 	if s.Interval > 0 {
@@ -463,6 +473,8 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.focus = paneGPUs
 		}
+	case key.Matches(k, m.keys.Watch):
+		m.toggleWatch()
 	case matchesAny(k, m.procs.Bindings()) || m.focus == paneProcs:
 		return m.procs.Update(k)
 	case key.Matches(k, m.keys.Enter):

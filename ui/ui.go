@@ -18,6 +18,10 @@ import (
 type Options struct {
 	Thresholds advisor.Thresholds
 	Bell       bool
+	// Notify sends desktop notifications through the terminal (OSC 9 or
+	// OSC 777, the bell elsewhere): a GPU turning critical, a leak or a
+	// time-to-full forecast starting, a watched GPU (w) becoming free.
+	Notify bool
 	// SetInterval changes the sampler's interval (+/- keys); nil when the
 	// source cannot change it (replay).
 	SetInterval func(time.Duration)
