@@ -240,7 +240,7 @@ func diagnoseFramework(e *Explanation) {
 			"cudnn":  "cuDNN could not allocate its workspace (CUDNN_STATUS_ALLOC_FAILED): the card was full when a convolution ran.",
 		}[e.Framework]
 		if e.Confidence == "likely" {
-			what = "cuDNN failed, likely because memory ran out: " + e.Reason + "."
+			what = e.frameworkName() + " failed, likely because memory ran out: " + e.Reason + "."
 			if e.FreeBytes != nil && e.TotalBytes != nil {
 				what += fmt.Sprintf(" The card had %s free of %s.", B(*e.FreeBytes), B(*e.TotalBytes))
 			}

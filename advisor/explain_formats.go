@@ -21,17 +21,17 @@ var formats = []oomFormat{
 	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle, lits: []string{"outofmemoryerrorongpu"}},
 	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing, lits: []string{"--mem-fraction-static"}},
 	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?(?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|HIP_ERROR_OutOfMemory`), parse: parseDriver, lits: []string{"cuda_error_out_of_memory", "hip_error_outofmemory"}},
-	{framework: "cuda", anchor: re(`CUDA\s*error:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory|cuda\s*failed\s*with\s*error\s*2\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)", "cudafailedwitherror2outofmemory"}},
+	{framework: "cuda", anchor: re(`CUDA\s*(?:driver\s*)?[Ee]rror:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory|cuda\s*failed\s*with\s*error\s*2\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudadrivererror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)", "cudafailedwitherror2outofmemory"}},
 	{framework: "mxnet", anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet, lits: []string{"mxneterror:", "pooled_storage_manager.h"}},
 	{framework: "tensorflow", anchor: re(`could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*\d+|failed\s*to\s*allocate\s*` + sz + `\s*of\s*pinned\s*memory:\s*out\s*of\s*memory|cudaHostAlloc\w*\s*(?:\(.{0,80}?\)\s*)?failed.{0,80}?(?:out\s*of\s*memory|cudaErrorMemoryAllocation)`), parse: parsePinned, lits: []string{"pinnedhostmemory", "ofpinnedmemory", "cudahostalloc"}},
-	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer`), parse: parseLlama, lits: []string{"cudamallocfailed", "failedtoallocate", "unabletoallocate"}},
+	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL|backend)\d*\s*buffer|kIOGPUCommandBufferCallbackErrorOutOfMemory`), parse: parseLlama, lits: []string{"cudamallocfailed", "failedtoallocate", "unabletoallocate", "kiogpucommandbuffercallbackerroroutofmemory"}},
 	{framework: "onnxruntime", anchor: re(`Failed\s*to\s*allocate\s*memory\s*for\s*requested\s*buffer\s*of\s*size\s*\d+`), parse: parseORT, lits: []string{"failedtoallocatememoryforrequestedbuffer"}},
-	{framework: "tensorrt", anchor: re(`Requested\s*amount\s*of\s*GPU\s*memory\s*\(\d+\s*bytes\)\s*could\s*not\s*be\s*allocated`), parse: parseTRT, lits: []string{"requestedamountofgpumemory"}},
+	{framework: "tensorrt", anchor: re(`Requested\s*amount\s*of\s*GPU\s*memory\s*\(\d+\s*bytes\)\s*could\s*not\s*be\s*allocated|Error\s*Code\s*\d+:\s*Cuda\s*Runtime\s*\(out\s*of\s*memory\)`), parse: parseTRT, lits: []string{"requestedamountofgpumemory", "cudaruntime(outofmemory)"}},
 	{framework: "tgi", anchor: re(`Not\s*enough\s*memory\s*to\s*handle\s*\d+\s*prefill\s*tokens`), parse: parseTGI, lits: []string{"prefilltokens"}},
 	{framework: "tensorflow", anchor: re(`(?:ResourceExhaustedError|Resource\s*exhausted|RESOURCE_EXHAUSTED):?.{0,200}?failed\s*to\s*allocate\s*memory`), parse: parseTFFailed, lits: []string{"failedtoallocatememory"}},
 	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing, lits: []string{"cublas_status_alloc_failed"}},
 	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing, lits: []string{"cudnn_status_alloc_failed"}},
-	{framework: "cudnn", anchor: cudnnStatus, accept: acceptCuDNN, parse: parseCuDNNStatus, lits: []string{"cudnn_status_"}},
+	{framework: "cudnn", anchor: cudnnStatus, accept: acceptCuDNN, parse: parseCuDNNStatus, lits: []string{"cudnn_status_", "cublas_status_"}},
 	{framework: "tensorflow", anchor: bfcStatsAnchor, parse: parseBFCStats, lits: []string{"stats:limit:"}},
 	{framework: "triton", anchor: re(`(?:OutOfResources:\s*)?out\s*of\s*resource:\s*shared\s*memory`), parse: parseTriton, lits: []string{"outofresource:sharedmemory"}},
 	{framework: "deepspeed", anchor: dsFlushes, parse: parseDeepSpeedFlushes, lits: []string{"allocatorcacheflushes"}},
@@ -45,7 +45,7 @@ var formats = []oomFormat{
 	{framework: "process", anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM, lits: []string{"oomwhenallocatingtensor"}},
 	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?[Rr]an\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC, lits: []string{"outofmemorytryingtoallocate"}},
-	{framework: "jax", anchor: re(`(?i:resource[\s_]*exhausted):\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX, lits: []string{"exhausted", "outofmemorywhiletryingtoallocate", "outofmemoryallocating"}},
+	{framework: "jax", anchor: re(`Attempting\s*to\s*allocate\s*` + sz + `\.\s*That\s*was\s*not\s*possible|Ran\s*out\s*of\s*memory\s*in\s*memory\s*space\s*hbm|(?i:resource[\s_]*exhausted):\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX, lits: []string{"exhausted", "outofmemorywhiletryingtoallocate", "outofmemoryallocating", "thatwasnotpossible", "memoryspacehbm"}},
 	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM, lits: []string{"noavailablememoryforthecacheblocks", "maxseqlen(", "toserveatleastonerequest", "freememoryondevice", "insufficientmemoryfor"}},
 }
 
@@ -299,6 +299,7 @@ func parseORT(seg, line string, e *Explanation) {
 var trtSize = re(`^Requested\s*amount\s*of\s*GPU\s*memory\s*\((\d+)\s*bytes\)`)
 
 func parseTRT(seg, line string, e *Explanation) {
+	e.key = "tensorrt" // "Error Code 1: Cuda Runtime (out of memory)" and its request: one event
 	if g := trtSize.FindStringSubmatch(seg); g != nil {
 		setUint(&e.RequestedBytes, g[1])
 	}
@@ -528,8 +529,12 @@ func parseBFC(seg, line string, e *Explanation) {
 // bytes.", "Failed to allocate request for 2.00GiB (2147483648B) on device
 // ordinal 0".
 var (
-	jaxRequest = re(`(?:Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating|Failed\s*to\s*allocate\s*request\s*for)\s*` + sz)
-	jaxDevice  = re(`device\s*ordinal\s*(\d+)`)
+	jaxRequest = re(`(?:Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating|Failed\s*to\s*allocate\s*request\s*for|Attempting\s*to\s*allocate)\s*` + sz)
+	// "... That was not possible. There are 3.28G free."
+	jaxFree = re(`That\s*was\s*not\s*possible\.\s*There\s*are\s*` + sz + `\s*free`)
+	// TPU: "Ran out of memory in memory space hbm. Used 17.48G of 15.48G hbm."
+	tpuUsed   = re(`Used\s*` + sz + `\s*of\s*` + sz + `\s*hbm`)
+	jaxDevice = re(`device\s*ordinal\s*(\d+)`)
 )
 
 func parseJAX(seg, line string, e *Explanation) {
@@ -537,6 +542,13 @@ func parseJAX(seg, line string, e *Explanation) {
 	seg = head(seg, 400)
 	if g := jaxRequest.FindStringSubmatch(seg); g != nil {
 		setSize(&e.RequestedBytes, g, 1)
+	}
+	if g := jaxFree.FindStringSubmatch(seg); g != nil {
+		setSize(&e.FreeBytes, g, 1)
+	}
+	if g := tpuUsed.FindStringSubmatch(seg); g != nil {
+		setSize(&e.AllocatedByFrameworkBytes, g, 1)
+		setSize(&e.TotalBytes, g, 4)
 	}
 	if g := jaxDevice.FindStringSubmatch(seg); g != nil {
 		setDevice(e, g[1])

@@ -63,7 +63,7 @@ func parseBFCStats(seg, line string, e *Explanation) {
 // NOT_INITIALIZED, INTERNAL_ERROR, NOT_SUPPORTED or EXECUTION_FAILED. Read
 // as one only next to a memory hint.
 var (
-	cudnnStatus = re(`CUDNN_STATUS_(?:NOT_INITIALIZED|INTERNAL_ERROR|NOT_SUPPORTED|EXECUTION_FAILED)`)
+	cudnnStatus = re(`(?:CUDNN|CUBLAS)_STATUS_(?:NOT_INITIALIZED|INTERNAL_ERROR|NOT_SUPPORTED|EXECUTION_FAILED)`)
 	memoryHint  = re(`(?i:out\s*of\s*memory|out_of_memory|memory\s*usage:|not\s*enough\s*memory|insufficient\s*memory|failed\s*to\s*allocate|gpu\s*memory|cuda\s*memory|\bOOM\b|memory\s*allocation\s*failed|bytes\s*free)`)
 	// TensorFlow after a failed cuDNN handle: "Memory usage: 1048576 bytes
 	// free, 8589934592 bytes total."
@@ -96,8 +96,12 @@ func cudnnHintAt(text string, p int) string {
 
 func parseCuDNNStatus(seg, line string, e *Explanation) {
 	status := cudnnStatus.FindString(seg)
+	lib := "cuDNN"
+	if strings.HasPrefix(status, "CUBLAS") {
+		e.Framework, lib = "cublas", "cuBLAS"
+	}
 	e.Confidence = "likely"
-	e.Reason = status + " is what cuDNN reports when it cannot allocate its handle or workspace; the log says \"" +
+	e.Reason = status + " is what " + lib + " reports when it cannot allocate its handle or workspace; the log says \"" +
 		cudnnHintAt(e.ctx.text, e.ctx.at) + "\" next to it"
 	if g := cudnnUsage.FindStringSubmatch(head(seg, 600)); g != nil {
 		setUint(&e.FreeBytes, g[1])
@@ -122,12 +126,16 @@ func parseDeepSpeedFlushes(seg, line string, e *Explanation) {
 // Host RAM. PyTorch's CPU allocator: "DefaultCPUAllocator: can't allocate
 // memory: you tried to allocate 3077222400 bytes. Error code 12 (Cannot
 // allocate memory)"; on Windows "not enough memory".
-var cpuAllocRequest = re(`you\s*tried\s*to\s*allocate\s*(\d+)\s*bytes`)
+// PyTorch ≤ 1.1 printed the request in whole GiB: "you tried to allocate
+// 12GB. Buy new RAM!".
+var cpuAllocRequest = re(`you\s*tried\s*to\s*allocate\s*(\d+)\s*(bytes|GB)`)
 
 func parseCPUAllocator(seg, line string, e *Explanation) {
 	e.Kind = "host"
 	if g := cpuAllocRequest.FindStringSubmatch(head(seg, 300)); g != nil {
-		setUint(&e.RequestedBytes, g[1])
+		if v, ok := toBytes(g[1], map[string]string{"bytes": "B", "GB": "GiB"}[g[2]]); ok {
+			e.RequestedBytes = &v
+		}
 	}
 }
 

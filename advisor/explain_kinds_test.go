@@ -119,3 +119,34 @@ func TestExplainCUDAErrorFromPinMemory(t *testing.T) {
 		t.Errorf("kind %q confidence %q", e.Kind, e.Confidence)
 	}
 }
+
+// Messages of other builds and tools, each with the numbers it states.
+func TestExplainMoreMessages(t *testing.T) {
+	for _, c := range []struct {
+		name, log, framework, kind, confidence string
+		requested, free, total, allocated      uint64
+	}{
+		{"JAX device buffer", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 8.00G. That was not possible. There are 3.28G free.; (0x0x0_HBM0)",
+			"jax", "gpu", "", 8 << 30, 3521873183, 0, 0},
+		{"TPU hbm", "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 17.48G of 15.48G hbm. Exceeded hbm capacity by 2.00G.",
+			"jax", "gpu", "", 0, 0, 16621523436, 18769007084},
+		{"CUDA driver error", "RuntimeError: CUDA driver error: out of memory", "cuda", "gpu", "", 0, 0, 0, 0},
+		{"darknet", "CUDA Error: out of memory\ndarknet: ./src/utils.c:331: error: Assertion `0' failed.", "cuda", "gpu", "", 0, 0, 0, 0},
+		{"backend buffer", "llama_model_load: error loading model: unable to allocate backend buffer", "llama.cpp", "gpu", "", 0, 0, 0, 0},
+		{"Metal", "ggml_metal_graph_compute: command buffer 0 failed with status 5\nerror: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", "llama.cpp", "gpu", "", 0, 0, 0, 0},
+		{"TensorRT runtime", "[TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)", "tensorrt", "gpu", "", 0, 0, 0, 0},
+		{"cuBLAS in disguise", "2019-07-21 23:23:06.224853: E tensorflow/stream_executor/cuda/cuda_blas.cc:238] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED\n" +
+			"RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)` (is the GPU out of memory?)", "cublas", "gpu", "likely", 0, 0, 0, 0},
+		{"old CPU allocator", "RuntimeError: [enforce fail at CPUAllocator.cpp:56] data. DefaultCPUAllocator: not enough memory: you tried to allocate 12GB. Buy new RAM!",
+			"pytorch", "host", "", 12 << 30, 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := Explain(c.log)
+			if !e.Found || e.Framework != c.framework || e.Kind != c.kind || e.Confidence != c.confidence ||
+				val(e.RequestedBytes) != c.requested || val(e.FreeBytes) != c.free || val(e.TotalBytes) != c.total || val(e.AllocatedByFrameworkBytes) != c.allocated {
+				t.Errorf("found=%v framework=%q kind=%q confidence=%q requested=%d free=%d total=%d allocated=%d",
+					e.Found, e.Framework, e.Kind, e.Confidence, val(e.RequestedBytes), val(e.FreeBytes), val(e.TotalBytes), val(e.AllocatedByFrameworkBytes))
+			}
+		})
+	}
+}

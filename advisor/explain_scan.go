@@ -25,7 +25,7 @@ import (
 // another word ("out of mem" / "ory" still holds "out of").
 var scanKeywords = []string{
 	"memory", "Memory", "MEMORY", "alloc", "Alloc", "ALLOC", "OOM", "oom",
-	"exhaust", "Exhaust", "EXHAUST", "CUDNN_STATUS", "Killed", "killed", "KILLED",
+	"exhaust", "Exhaust", "EXHAUST", "CUDNN_STATUS", "CUBLAS_STATUS", "Killed", "killed", "KILLED",
 	"SIGKILL", "137", "exitcode", "out of", "Out of", "OUT OF", "OUT_OF", "OutOf",
 	"Stats:", "Limit:",
 }
@@ -43,7 +43,8 @@ var scanTriggers = []string{
 	"killed", "code137", "status137", "exit137", "code:137", "exitcode:-9",
 	"sigkill", "outofresource", "can'tallocatememory", "cudahostalloc",
 	"allocatorcacheflushes", "cannotallocatememory", "memoryerror", "outofsharedmemory",
-	"insufficientsharedmemory",
+	"insufficientsharedmemory", "cublas_status_", "thatwasnotpossible", "memoryspacehbm",
+	"cudaruntime(outofmemory)",
 }
 
 var scanTriggerBytes = func() [][]byte {
