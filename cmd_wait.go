@@ -168,6 +168,7 @@ func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(strin
 		cancel()
 		<-done
 	}()
+	shown := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -183,7 +184,8 @@ func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(strin
 			if picks, ok := w.observe(snap); ok {
 				return picks, nil
 			}
-			if status != nil {
+			if status != nil && w.reason != shown {
+				shown = w.reason
 				status(w.reason + "; Ctrl-C stops")
 			}
 		}

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -156,5 +159,28 @@ func TestWaitTimeoutAndUsage(t *testing.T) {
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.say) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, out, errOut, c.say)
 		}
+	}
+}
+
+// On a terminal, wait keeps one status line on stderr, redrawn in place,
+// and clears it before its last word.
+func TestWaitStatusOnATerminal(t *testing.T) {
+	bin := testbin.BuildUnlessShort(t)
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to run vramtop on a terminal")
+	}
+	cmd := exec.Command(script, "-q", "-e", "-c", bin+" wait --demo --min-free 1TiB --timeout 1500ms --interval 200ms", "/dev/null")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit %d (%v), want 1 at the timeout; output %q", code, err, out)
+	}
+	s := string(out)
+	if !strings.HasPrefix(s, "\r\x1b[Kvramtop wait: no GPU has at least 1 TiB free") || !strings.Contains(s, "Ctrl-C stops") {
+		t.Errorf("no status line first: %q", s)
+	}
+	if !strings.Contains(s, "\r\x1b[Kvramtop wait: timed out: ") {
+		t.Errorf("the status line is not cleared before the last word: %q", s)
 	}
 }
