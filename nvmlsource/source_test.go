@@ -755,20 +755,28 @@ func TestNVMLProcessListsFollowMemory(t *testing.T) {
 	// Memory that moved between processes without changing the total shows
 	// within listMaxAge.
 	h.gpus[0].compute = nvmlProcs(1001, 9*nvmlGiB, 1002, 3*nvmlGiB)
-	if ps := at(2*time.Second + listMaxAge); len(ps) != 2 || ps[0].UsedBytes+ps[1].UsedBytes != 12*nvmlGiB || max(ps[0].UsedBytes, ps[1].UsedBytes) != 9*nvmlGiB {
+	tSplit := 2*time.Second + listMaxAge
+	if ps := at(tSplit); len(ps) != 2 || ps[0].UsedBytes+ps[1].UsedBytes != 12*nvmlGiB || max(ps[0].UsedBytes, ps[1].UsedBytes) != 9*nvmlGiB {
 		t.Errorf("after listMaxAge: %+v, want the new split", ps)
 	}
-	// A graphics client appears; it is found within graphicsListEvery, and
-	// from then on the graphics list is read with every list.
+	_, g0 := calls() // the graphics list was due again by then too
+	// A graphics client appears: its memory changes the total, so the
+	// compute list is read at once; the graphics list within
+	// graphicsListEvery of its last reading.
 	h.gpus[0].graphics = nvmlProcs(2001, nvmlGiB)
 	h.gpus[0].mem.Used += nvmlGiB
-	if ps := at(graphicsListEvery + time.Second); len(ps) != 3 {
-		t.Fatalf("graphics client: %+v", ps)
+	if ps := at(tSplit + time.Second); len(ps) != 2 {
+		t.Fatalf("graphics client before its list is due: %+v, want the 2 compute processes (its memory unattributed)", ps)
 	}
 	h.gpus[0].mem.Used += nvmlGiB
-	at(graphicsListEvery + 2*time.Second)
-	if _, g := calls(); g != 3 {
-		t.Errorf("%d graphics calls, want 3: once a device has graphics clients, its graphics list is read every time", g)
+	if ps := at(tSplit + graphicsListEvery); len(ps) != 3 {
+		t.Fatalf("graphics client after graphicsListEvery: %+v, want it listed", ps)
+	}
+	// From then on the graphics list is read with every list.
+	h.gpus[0].mem.Used += nvmlGiB
+	at(tSplit + graphicsListEvery + time.Second)
+	if _, g := calls(); g != g0+2 {
+		t.Errorf("%d graphics calls after %d, want 2 more: once a device has graphics clients, its graphics list is read every time", g, g0)
 	}
 }
 
