@@ -42,16 +42,21 @@ func newTier(capacity int) tier {
 	if capacity <= 0 {
 		return tier{}
 	}
-	// About eight blocks per tier, 16 to 128 samples each: a short history
-	// does not carry the slack of a long one's blocks.
-	shift := uint8(bits.Len(uint(max(capacity/8, 1)) - 1))
+	// About sixteen blocks per tier, 16 to 128 samples each: a short
+	// history does not carry the slack of a long one's blocks.
+	shift := uint8(bits.Len(uint(max(capacity/16, 1)) - 1))
 	shift = min(max(shift, uint8(bits.TrailingZeros(minBlockSize))), uint8(bits.TrailingZeros(blockSize)))
-	return tier{capacity: capacity, shift: shift, ptrs: make([]block, capacity>>shift+3)}
+	return tier{capacity: capacity, shift: shift}
 }
 
 // push appends s; when the tier is full it drops the oldest sample and
 // returns it.
 func (t *tier) push(s sample) (dropped sample, ok bool) {
+	if t.ptrs == nil {
+		// Allocated on first use: most processes never fill their
+		// recent samples, so their older tier stays empty.
+		t.ptrs = make([]block, t.capacity>>t.shift+3)
+	}
 	pos := t.off + t.n
 	bi := pos >> t.shift
 	if bi == t.nblk {

@@ -405,7 +405,7 @@ func TestTieredRingForCoversTheHistory(t *testing.T) {
 		max                       int
 	}{
 		{time.Hour, MinInterval, 10 * time.Minute, 600, 5 * time.Second, 12000 + 1 + 600},
-		{time.Hour, time.Second, 2 * time.Minute, 120, 29 * time.Second, 120 + 1 + 120},
+		{time.Hour, time.Second, ProcessRecentHistory, ProcessHistoryBuckets, 25 * time.Second, 600 + 1 + 120},
 		// No longer than the recent span: every sample.
 		{time.Minute, time.Second, 2 * time.Minute, 120, 0, 60},
 	}

@@ -1,11 +1,12 @@
 package sampler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,21 @@ const (
 	MinInterval      = 50 * time.Millisecond
 	DefaultHistory   = time.Hour
 	DefaultExitedTTL = 5 * time.Minute
+	// DefaultMaxExited is how many exited processes each device lists at
+	// most, the most recent ones: on a busy node thousands of short jobs
+	// exit within ExitedTTL.
+	DefaultMaxExited = 50
+	// RecentHistory is how much of a device's newest history is kept at
+	// full resolution (every sample, down to 50 ms); older history is kept
+	// as at most HistoryBuckets per-step maxima. Ten minutes cover the
+	// advisor's trend, spike and leak windows.
+	RecentHistory  = 10 * time.Minute
+	HistoryBuckets = 600
+	// ProcessRecentHistory and ProcessHistoryBuckets are the same for each
+	// process's history, sampled at the process-list interval (1 s): the
+	// advisor's leak and growth rules read ten minutes of it.
+	ProcessRecentHistory  = 10 * time.Minute
+	ProcessHistoryBuckets = 120
 	// Process lists are read at most once a second: with 100 processes the
 	// compute and graphics lists cost ~3.5 ms and hold the driver lock that
 	// the jobs' allocations wait on. Fast mode samples device memory faster;
@@ -43,6 +59,9 @@ type Config struct {
 	Interval  time.Duration // device memory; default 1 s, at least 50 ms
 	History   time.Duration // default 1 h
 	ExitedTTL time.Duration // how long an exited process stays listed; default 5 min
+	// MaxExited is how many exited processes each device keeps listed, the
+	// most recent; default DefaultMaxExited, negative for none.
+	MaxExited int
 	// ProcessInterval is the shortest time between process lists; default
 	// MinProcessInterval. `vramtop run` lowers it to JobProcessInterval to
 	// follow one job's memory closely.
@@ -74,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ExitedTTL < 0 {
 		return fmt.Errorf("exited-process time %v is negative", c.ExitedTTL)
+	}
+	if c.MaxExited == 0 {
+		c.MaxExited = DefaultMaxExited
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -111,17 +133,50 @@ type devState struct {
 	// usedAtProcs is the used memory read in the tick of the last process
 	// list, for the unattributed figure.
 	usedAtProcs uint64
+	// live are the device's processes in the last list, in the order of
+	// the last snapshot (so the next sort starts from nearly sorted).
+	live []*procState
+	// procs finds a live process by PID and start time.
+	procs map[procID]*procState
+	// order is scratch space for sorting live.
+	order []procOrder
+	// exited are the most recent exited processes, oldest first, frozen as
+	// they were last seen; exitedSorted is them in the snapshot's order,
+	// nil until needed after a change. Neither is ever written in place
+	// once published.
+	exited       []Process
+	exitedSorted []Process
+}
+
+// procID identifies a process on one device: a PID reused by a new process
+// is a new procID.
+type procID struct {
+	pid   uint32
+	start int64
+}
+
+// procOrder is a process's sort key for a snapshot.
+type procOrder struct {
+	used uint64
+	pid  uint32
+	p    *procState
 }
 
 type procState struct {
-	dev       string
+	key       ProcessKey
 	last      ProcSample
 	ring      *Ring
 	peak      uint64
 	firstSeen time.Time
 	lastSeen  time.Time
-	exited    bool
 	util      *float64
+	// listed is the process poll that last listed it.
+	listed uint64
+	// view is the process as the next snapshot shows it, rebuilt when
+	// viewOK is false.
+	view   Process
+	viewOK bool
+	uid    *uint32
 }
 
 // Sampler polls a Source on its cadence and publishes Snapshots. Only its own
@@ -155,7 +210,8 @@ type Sampler struct {
 	callMu     sync.Mutex
 	inCall     bool
 	closeLater bool
-	procCap    int
+	procPolls  uint64
+	goneBuf    []*procState
 	hasPolled  bool
 	forcePub   bool
 	infoLoaded bool
@@ -171,11 +227,9 @@ func New(src Source, cfg Config) (*Sampler, error) {
 		cfg:      cfg,
 		interval: cfg.Interval,
 		devByID:  map[string]*devState{},
-		procs:    map[ProcessKey]*procState{},
 		utilBuf:  map[UtilKey]float64{},
 		setIntvl: make(chan time.Duration, 1),
 	}
-	s.procCap = CapacityFor(cfg.History, maxDur(cfg.Interval, cfg.ProcessInterval))
 	return s, nil
 }
 
@@ -454,13 +508,12 @@ func (s *Sampler) poll(now time.Time) {
 	}
 	if !s.hasPolled || s.due(now, s.lastUtil, MinProcUtilInterval) {
 		clear(s.utilBuf)
-		if err := s.src.ReadProcessUtilization(now, s.utilBuf); err == nil {
-			for _, p := range s.procs {
-				if p.exited {
-					continue
-				}
-				if u, ok := s.utilBuf[UtilKey{Device: p.last.Device, PID: p.last.PID}]; ok {
-					p.util = Ptr(u)
+		if err := s.src.ReadProcessUtilization(now, s.utilBuf); err == nil && len(s.utilBuf) > 0 {
+			for i, d := range s.devs {
+				for _, p := range d.live {
+					if u, ok := s.utilBuf[UtilKey{Device: i, PID: p.key.PID}]; ok {
+						p.util, p.viewOK = Ptr(u), false
+					}
 				}
 			}
 		}
@@ -473,13 +526,15 @@ func (s *Sampler) loadInfo() {
 	info := s.src.Info()
 	s.infoLoaded = true
 	s.info = info
-	capacity := CapacityFor(s.cfg.History, s.cfg.Interval)
 	devs := make([]*devState, len(info.Devices))
 	seen := make(map[string]bool, len(info.Devices))
 	for i, di := range info.Devices {
 		d := s.devByID[di.ID]
 		if d == nil {
-			d = &devState{ring: NewRing(capacity)}
+			d = &devState{
+				ring:  TieredRingFor(s.cfg.History, s.cfg.Interval, RecentHistory, HistoryBuckets),
+				procs: map[procID]*procState{},
+			}
 			if bf, ok := s.src.(Backfiller); ok {
 				times, values := bf.Backfill(di.ID)
 				for j := range min(len(times), len(values)) {
@@ -512,47 +567,109 @@ func (s *Sampler) pollProcesses(now time.Time) {
 		s.lastErr = err
 		return
 	}
+	s.procPolls++
+	gen := s.procPolls
 	for i, d := range s.devs {
 		d.err = s.errBuf[i]
 		d.usedAtProcs = d.last.Used
-	}
-	for _, p := range s.procs {
-		p.exited = true
 	}
 	for _, ps := range s.procBuf {
 		if ps.Device < 0 || ps.Device >= len(s.devs) {
 			continue
 		}
-		id := s.devs[ps.Device].info.ID
-		key := ProcessKey{Device: id, PID: ps.PID, Start: ps.StartTime.UnixNano()}
-		st := s.procs[key]
+		d := s.devs[ps.Device]
+		id := procID{pid: ps.PID, start: ps.StartTime.UnixNano()}
+		st := d.procs[id]
 		if st == nil {
-			st = &procState{dev: id, ring: NewRing(s.procCap), firstSeen: now}
-			s.procs[key] = st
+			st = &procState{key: ProcessKey{Device: d.info.ID, PID: id.pid, Start: id.start}, ring: s.newProcessRing(), firstSeen: now}
+			if ps.HasUID {
+				st.uid = Ptr(ps.UID)
+			}
+			d.procs[id] = st
+			d.live = append(d.live, st)
 		}
 		st.last = ps
 		st.lastSeen = now
-		st.exited = false
+		st.listed = gen
+		st.viewOK = false
 		if ps.HasUsed {
 			st.ring.Push(now, ps.UsedBytes)
-			if ps.UsedBytes > st.peak {
-				st.peak = ps.UsedBytes
-			}
+			st.peak = max(st.peak, ps.UsedBytes)
 		}
 	}
-	for k, p := range s.procs {
-		if p.exited {
-			// A process whose device failed to list is not known to have
-			// exited: keep it as it was.
-			if d := s.devByID[p.dev]; d != nil && d.err != nil {
-				p.exited = false
-				continue
-			}
-			if _, ok := s.devByID[p.dev]; !ok || now.Sub(p.lastSeen) > s.cfg.ExitedTTL {
-				delete(s.procs, k)
-			}
+	for _, d := range s.devs {
+		// A process whose device failed to list is not known to have
+		// exited: keep it as it was.
+		if d.err == nil {
+			s.retire(d, gen, now)
 		}
+		s.expire(d, now)
 	}
+}
+
+// newProcessRing is a process's history: its recent samples at the
+// process-list interval, older ones as per-step maxima.
+func (s *Sampler) newProcessRing() *Ring {
+	return TieredRingFor(s.cfg.History, maxDur(s.cfg.Interval, s.cfg.ProcessInterval), ProcessRecentHistory, ProcessHistoryBuckets)
+}
+
+// retire moves the device's processes that poll gen did not list to its
+// exited list, frozen as last seen. Only the most recent MaxExited are
+// kept, so of many exits in one poll only that many are frozen.
+func (s *Sampler) retire(d *devState, gen uint64, now time.Time) {
+	kept := d.live[:0]
+	gone := s.goneBuf[:0]
+	for _, p := range d.live {
+		if p.listed == gen {
+			kept = append(kept, p)
+			continue
+		}
+		delete(d.procs, procID{pid: p.key.PID, start: p.key.Start})
+		gone = append(gone, p)
+	}
+	clear(d.live[len(kept):])
+	d.live = kept
+	keep := max(s.cfg.MaxExited, 0)
+	if len(gone) > 0 && keep > 0 {
+		for _, p := range gone[max(len(gone)-keep, 0):] {
+			d.exited = append(d.exited, p.snapshot(true))
+		}
+		d.exitedSorted = nil
+	}
+	clear(gone)
+	s.goneBuf = gone[:0]
+	if n := len(d.exited) - keep; n > 0 {
+		clear(d.exited[:n]) // their histories go
+		d.exited = d.exited[n:]
+	}
+}
+
+// expire drops the exited processes last seen more than ExitedTTL ago.
+func (s *Sampler) expire(d *devState, now time.Time) {
+	n := 0
+	for n < len(d.exited) && now.Sub(d.exited[n].LastSeen) > s.cfg.ExitedTTL {
+		n++
+	}
+	if n > 0 {
+		clear(d.exited[:n])
+		d.exited = d.exited[n:]
+		d.exitedSorted = nil
+	}
+}
+
+// sortedExited returns the device's exited processes in the snapshot's
+// order: largest peak first, ties by PID.
+func (d *devState) sortedExited() []Process {
+	if d.exitedSorted == nil && len(d.exited) > 0 {
+		d.exitedSorted = slices.Clone(d.exited)
+		slices.SortStableFunc(d.exitedSorted, func(a, b Process) int {
+			if c := cmp.Compare(b.PeakBytes, a.PeakBytes); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.PID, b.PID)
+		})
+	}
+	return d.exitedSorted
 }
 
 func (s *Sampler) publish(now time.Time) Snapshot {
@@ -580,10 +697,6 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 	}
 	if s.lastErr != nil {
 		snap.Err = s.lastErr.Error()
-	}
-	byDev := make(map[string][]Process, len(s.devs))
-	for _, p := range s.procs {
-		byDev[p.dev] = append(byDev[p.dev], p.snapshot())
 	}
 	snap.Devices = make([]Device, len(s.devs))
 	for i, d := range s.devs {
@@ -618,12 +731,7 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		case d.err != nil:
 			dev.Err = "process list: " + d.err.Error()
 		}
-		procs := byDev[d.info.ID]
-		sortProcesses(procs)
-		if procs == nil {
-			procs = []Process{}
-		}
-		dev.Processes = procs
+		dev.Processes = d.processes()
 		dev.Unattributed = unattributed(dev, d.usedAtProcs)
 		snap.Devices[i] = dev
 	}
@@ -656,50 +764,60 @@ func (s *Sampler) subscribers() []chan Snapshot {
 	return s.subs
 }
 
-func (p *procState) snapshot() Process {
+// processes is the device's process list for a snapshot: live processes by
+// memory, largest first, then exited ones by peak; ties by PID, so the order
+// is stable.
+func (d *devState) processes() []Process {
+	// Sort compact keys, not the processes: a tenth of the memory to move
+	// and no pointer to follow per comparison.
+	d.order = d.order[:0]
+	for _, p := range d.live {
+		if !p.viewOK {
+			p.view, p.viewOK = p.snapshot(false), true
+		}
+		d.order = append(d.order, procOrder{used: p.view.Used(), pid: p.key.PID, p: p})
+	}
+	slices.SortFunc(d.order, func(a, b procOrder) int {
+		if c := cmp.Compare(b.used, a.used); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pid, b.pid)
+	})
+	for i, o := range d.order {
+		d.live[i] = o.p
+	}
+	clear(d.order) // no pointers kept past the sort
+	exited := d.sortedExited()
+	out := make([]Process, len(d.live), len(d.live)+len(exited))
+	for i, p := range d.live {
+		out[i] = p.view
+	}
+	return append(out, exited...)
+}
+
+// snapshot is the process as a snapshot shows it, live or exited.
+func (p *procState) snapshot(exited bool) Process {
 	ps := p.last
 	out := Process{
 		PID: ps.PID, User: ps.User, Command: ps.Command, Type: ps.Type,
 		Container: ps.Container, Visible: ps.Visible, StartTime: ps.StartTime,
 		FirstSeen: p.firstSeen, LastSeen: p.lastSeen, PeakBytes: p.peak,
-		Exited: p.exited, History: p.ring.Window(),
+		Exited: exited, History: p.ring.Window(), UID: p.uid, Job: ps.Job,
 	}
-	if ps.HasUID {
-		out.UID = Ptr(ps.UID)
+	if exited {
+		return out
 	}
-	if ps.HasUsed && !p.exited {
+	if ps.HasUsed {
 		out.UsedBytes = Ptr(ps.UsedBytes)
 	}
-	out.Job = ps.Job
-	if !p.exited {
-		out.UtilizationPercent = p.util
-		if ps.HasCPU {
-			out.CPUPercent = Ptr(ps.CPUPercent)
-		}
-		if ps.HasHostMemory {
-			out.HostMemoryBytes = Ptr(ps.HostMemoryBytes)
-		}
+	out.UtilizationPercent = p.util
+	if ps.HasCPU {
+		out.CPUPercent = Ptr(ps.CPUPercent)
+	}
+	if ps.HasHostMemory {
+		out.HostMemoryBytes = Ptr(ps.HostMemoryBytes)
 	}
 	return out
-}
-
-// sortProcesses orders live processes by memory, largest first, then exited
-// ones by peak; ties by PID, so the order is stable.
-func sortProcesses(ps []Process) {
-	sort.Slice(ps, func(i, j int) bool {
-		a, b := ps[i], ps[j]
-		if a.Exited != b.Exited {
-			return !a.Exited
-		}
-		if a.Exited {
-			if a.PeakBytes != b.PeakBytes {
-				return a.PeakBytes > b.PeakBytes
-			}
-		} else if a.Used() != b.Used() {
-			return a.Used() > b.Used()
-		}
-		return a.PID < b.PID
-	})
 }
 
 // unattributed is used memory minus what the live processes account for; nil

@@ -772,3 +772,76 @@ func TestRunStopsWhileACallHangs(t *testing.T) {
 		}
 	}
 }
+
+// TestExitedProcessesAreCappedPerDevice: of many exited processes a device
+// lists only the most recent MaxExited, biggest peak first, after its live
+// ones; another device's list is its own.
+func TestExitedProcessesAreCappedPerDevice(t *testing.T) {
+	f := newFake(2)
+	s := newSampler(t, f, Config{Interval: time.Second, MaxExited: 3})
+	var all []ProcSample
+	for pid := uint32(1); pid <= 6; pid++ {
+		all = append(all, fakeProc(0, pid, uint64(pid)*fakeGiB, ringT0))
+	}
+	other := fakeProc(1, 99, fakeGiB, ringT0)
+	// PIDs 1-6 run; 1 and 2 exit first, then 3, 4 and 5; 6 lives on.
+	f.setProcs(append(slices.Clone(all), other)...)
+	s.Tick(ringAt(0))
+	f.setProcs(append(slices.Clone(all[2:]), other)...)
+	s.Tick(ringAt(1))
+	f.setProcs(all[5], other)
+	snap, _ := s.Tick(ringAt(2))
+	var got []uint32
+	for _, p := range snap.Devices[0].Processes {
+		got = append(got, p.PID)
+	}
+	// Live 6; exited, the three most recent (3, 4, 5) by peak: 5, 4, 3.
+	if want := []uint32{6, 5, 4, 3}; !slices.Equal(got, want) {
+		t.Fatalf("GPU 0 lists PIDs %v, want %v: the live one, then the three most recent exits by peak", got, want)
+	}
+	if ps := snap.Devices[1].Processes; len(ps) != 1 || ps[0].PID != 99 || ps[0].Exited {
+		t.Fatalf("GPU 1 lists %+v, want its one live process", ps)
+	}
+	// None kept: MaxExited < 0.
+	s = newSampler(t, f, Config{Interval: time.Second, MaxExited: -1})
+	f.setProcs(all...)
+	s.Tick(ringAt(0))
+	f.setProcs()
+	if snap, _ := s.Tick(ringAt(1)); len(snap.Devices[0].Processes) != 0 {
+		t.Fatalf("MaxExited -1: %d processes listed, want none", len(snap.Devices[0].Processes))
+	}
+}
+
+// TestProcessHistoryIsTiered: a process's history keeps its last ten
+// minutes sample by sample and, older than that, the peak of each step: a
+// spike an hour-long history saw 40 minutes ago is still its maximum.
+func TestProcessHistoryIsTiered(t *testing.T) {
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: time.Second, History: time.Hour})
+	var snap Snapshot
+	for i := range 3600 {
+		used := uint64(fakeGiB)
+		if i == 1200 {
+			used = 9 * fakeGiB // one second, 40 minutes before the end
+		}
+		f.setProcs(fakeProc(0, 7, used, ringT0))
+		snap, _ = s.Tick(ringAt(i))
+	}
+	p, ok := findProcess(t, snap.Devices[0], 7, ringT0)
+	if !ok {
+		t.Fatal("process missing")
+	}
+	h := p.History
+	if h.Max() != 9*fakeGiB || p.PeakBytes != 9*fakeGiB {
+		t.Fatalf("history max %d, peak %d; want the 9 GiB spike kept", h.Max(), p.PeakBytes)
+	}
+	if recent := h.Since(ringAt(3600 - 600)); recent.Len() != 600 {
+		t.Fatalf("last ten minutes: %d samples, want 600, one a second", recent.Len())
+	}
+	if h.Len() >= 3600/2 {
+		t.Fatalf("an hour of history in %d samples: older samples were not merged", h.Len())
+	}
+	if first := h.First(); first.After(ringAt(60)) {
+		t.Fatalf("history starts at %v, want it to reach back about an hour", first)
+	}
+}
