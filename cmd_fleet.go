@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vramtop/vramtop/fleet"
@@ -19,13 +21,13 @@ const (
 )
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure.\n\nFlags:\n", stderr)
+	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure. A host whose\nexporter is down stays listed with its last values, marked down.\n\nWith --once: exit status 1 when Prometheus cannot be read or any host is down.\n\nFlags:\n", stderr)
 	promURL := fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
 	once := fs.Bool("once", false, "print the fleet once as a table and exit")
 	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json; each device has a hostname)")
 	interval := fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
 	history := fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long one query to Prometheus may take")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long one round of queries to Prometheus may take (--once ends within it)")
 	var th thresholdFlags
 	th.add(fs, "")
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
@@ -64,6 +66,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if *once {
+		src.WaitFirst(ctx)
 		snap := s.Once()
 		s.Close()
 		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
@@ -72,6 +75,10 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		if snap.Err != "" {
 			fmt.Fprintf(stderr, "vramtop fleet: %s\n", snap.Err)
+			return 1
+		}
+		if down := downHosts(snap); len(down) > 0 {
+			fmt.Fprintf(stderr, "vramtop fleet: %d of %d hosts down: %s\n", len(down), countHosts(snap), strings.Join(down, ", "))
 			return 1
 		}
 		return 0
@@ -87,4 +94,24 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// downHosts are the hosts of snap whose exporter is down or stale, sorted.
+func downHosts(snap sampler.Snapshot) []string {
+	var out []string
+	for _, d := range snap.Devices {
+		if fleet.IsHostDown(d) && !slices.Contains(out, d.Hostname) {
+			out = append(out, d.Hostname)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func countHosts(snap sampler.Snapshot) int {
+	hosts := map[string]bool{}
+	for _, d := range snap.Devices {
+		hosts[d.Hostname] = true
+	}
+	return len(hosts)
 }

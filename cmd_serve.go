@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/alerthook"
 	"github.com/vramtop/vramtop/exporter"
 )
 
@@ -15,17 +17,23 @@ import (
 const defaultListen = "127.0.0.1:9400"
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop serve", "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_* and vramtop_*.\n\nFlags:\n", stderr)
+	fs := newFlagSet("vramtop serve", "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_*, _GPU_TEMP,\n_POWER_USAGE and _GPU_UTIL, and vramtop_*. SIGTERM or Ctrl-C stops it (exit status 0).\n\nFlags:\n", stderr)
 	var sf sourceFlags
 	sf.add(fs)
 	listen := fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
-	hostname := fs.String("hostname", "", "the Hostname label of every series (default: this machine's host name)")
+	hostname := fs.String("hostname", "", "the hostname label of every series (default: this machine's host name)")
+	maxProcs := fs.Int("max-process-series", exporter.DefaultMaxProcessSeries, "per-process series of each GPU: the `N` processes using the most memory (-1: all); the GPU series are always complete")
+	onAlert := fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts")
 	var th thresholdFlags
 	th.add(fs, "vramtop_alert")
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
 	if !th.valid(fs, stderr) {
+		return exitUsage
+	}
+	if *maxProcs < -1 {
+		fmt.Fprintf(stderr, "vramtop serve: --max-process-series %d: want a count, or -1 for all\n", *maxProcs)
 		return exitUsage
 	}
 	// Take the port before touching the GPUs: a second exporter fails
@@ -42,33 +50,59 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := advisor.Config{Thresholds: th.Thresholds, User: currentUser()}
 	coll := exporter.New(s.Latest, exporter.Options{
-		Hostname: *hostname,
-		Version:  version,
-		Monitor:  advisor.NewMonitor(cfg),
+		Hostname:         *hostname,
+		Version:          version,
+		Monitor:          advisor.NewMonitor(cfg),
+		MaxProcessSeries: *maxProcs,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	hook, hookDone := startAlertHook(ctx, *onAlert, *hostname, "vramtop serve", stderr)
 	snaps := s.Subscribe()
 	sampled := make(chan error, 1)
 	go func() { sampled <- s.Run(ctx) }()
+	// The first scrape has the GPUs: serve once the first sample is in.
+	select {
+	case snap := <-snaps:
+		hook(coll.Observe(snap))
+	case <-ctx.Done():
+	}
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case snap := <-snaps:
-				coll.Observe(snap)
+				hook(coll.Observe(snap))
 			}
 		}
 	}()
 	fmt.Fprintf(stderr, "vramtop serve: serving http://%s/metrics\n", ln.Addr())
-	err = exporter.Serve(ctx, ln, exporter.Handler(coll), 5*time.Second)
+	err = exporter.Serve(ctx, ln, exporter.Handler(coll), 2*time.Second)
 	cancel()
 	<-sampled
+	<-hookDone
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// startAlertHook runs cmd for each alert that starts (--on-alert), until ctx
+// ends; notify takes the alerts in force after each snapshot, and done is
+// closed once the runner has stopped. Without cmd, notify does nothing.
+func startAlertHook(ctx context.Context, cmd, hostname, name string, stderr io.Writer) (notify func([]advisor.Alert), done <-chan struct{}) {
+	ch := make(chan struct{})
+	if cmd == "" {
+		close(ch)
+		return func([]advisor.Alert) {}, ch
+	}
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	r := alerthook.New(cmd, alerthook.Options{Hostname: hostname, Stderr: stderr, Name: name})
+	go func() { r.Run(ctx); close(ch) }()
+	return r.Notify, ch
 }

@@ -1,12 +1,16 @@
 // Package exporter publishes the sampler's latest Snapshot as Prometheus
-// metrics: dcgm-exporter's framebuffer gauges (so existing dashboards work
-// unchanged) and vramtop's own series in base units. A scrape reads the
-// snapshot the sampler already published; it never calls NVML.
+// metrics: dcgm-exporter's framebuffer, temperature, power and utilization
+// gauges (so existing dashboards work unchanged) and vramtop's own series in
+// base units. A scrape reads the snapshot the sampler already published; it
+// never calls NVML. The page is encoded once per snapshot and the same bytes
+// go to every scraper.
 package exporter
 
 import (
+	"cmp"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,17 +24,27 @@ import (
 )
 
 // Label names. The device labels are spelled as dcgm-exporter spells them
-// (gpu, UUID, pci_bus_id, device, modelName, Hostname, GPU_I_ID,
-// GPU_I_PROFILE), so vramtop's series join with dcgm-exporter's.
+// (gpu, UUID, pci_bus_id, device, modelName, hostname, GPU_I_ID,
+// GPU_I_PROFILE), so vramtop's series join with dcgm-exporter's. Before its
+// change of 2026-05 dcgm-exporter (and vramtop) said Hostname: readers
+// accept both (LabelHostnameOld).
 const (
-	LabelGPU        = "gpu"
-	LabelUUID       = "UUID"
-	LabelPCIBusID   = "pci_bus_id"
-	LabelDevice     = "device"
-	LabelModelName  = "modelName"
-	LabelHostname   = "Hostname"
-	LabelGPUInstID  = "GPU_I_ID"
-	LabelGPUProfile = "GPU_I_PROFILE"
+	LabelGPU         = "gpu"
+	LabelUUID        = "UUID"
+	LabelPCIBusID    = "pci_bus_id"
+	LabelDevice      = "device"
+	LabelModelName   = "modelName"
+	LabelHostname    = "hostname"
+	LabelHostnameOld = "Hostname"
+	LabelGPUInstID   = "GPU_I_ID"
+	LabelGPUProfile  = "GPU_I_PROFILE"
+	// LabelContainerID is the short container id of a process
+	// (Process.Container).
+	LabelContainerID = "container_id"
+	// LabelHPCJob is the Slurm job of a process, as dcgm-exporter names it.
+	LabelHPCJob = "hpc_job"
+	// LabelPod is the Kubernetes pod (its UID) of a process.
+	LabelPod = "pod"
 )
 
 // Metric names.
@@ -38,6 +52,10 @@ const (
 	DCGMFBUsed     = "DCGM_FI_DEV_FB_USED"
 	DCGMFBFree     = "DCGM_FI_DEV_FB_FREE"
 	DCGMFBReserved = "DCGM_FI_DEV_FB_RESERVED"
+	DCGMFBTotal    = "DCGM_FI_DEV_FB_TOTAL"
+	DCGMGPUTemp    = "DCGM_FI_DEV_GPU_TEMP"
+	DCGMPowerUsage = "DCGM_FI_DEV_POWER_USAGE"
+	DCGMGPUUtil    = "DCGM_FI_DEV_GPU_UTIL"
 
 	MemoryTotal        = "vramtop_gpu_memory_total_bytes"
 	MemoryUsed         = "vramtop_gpu_memory_used_bytes"
@@ -45,6 +63,7 @@ const (
 	MemoryReserved     = "vramtop_gpu_memory_reserved_bytes"
 	MemoryUnattributed = "vramtop_gpu_memory_unattributed_bytes"
 	Utilization        = "vramtop_gpu_utilization_ratio"
+	ProcessesUnlisted  = "vramtop_gpu_processes_unexported"
 	ProcessMemory      = "vramtop_process_gpu_memory_bytes"
 	ProcessUnknown     = "vramtop_process_gpu_memory_unknown"
 	Alert              = "vramtop_alert"
@@ -57,9 +76,14 @@ const (
 // lines are cut and end in "…".
 const MaxCommandLen = 60
 
+// DefaultMaxProcessSeries is how many processes of each device get series
+// by default: the ones using the most memory. Each PID is a series of its
+// own, so without a bound Prometheus's series would follow process churn.
+const DefaultMaxProcessSeries = 20
+
 // Options configure a Collector.
 type Options struct {
-	// Hostname is the Hostname label; the snapshot's host name when empty.
+	// Hostname is the hostname label; the snapshot's host name when empty.
 	Hostname string
 	// Version is reported by vramtop_build_info.
 	Version string
@@ -69,6 +93,10 @@ type Options struct {
 	// StaleAfter is the sample age beyond which vramtop_up is 0; by default
 	// three sampling intervals, at least 5 s.
 	StaleAfter time.Duration
+	// MaxProcessSeries bounds the per-process series of each device to the
+	// processes using the most memory; DefaultMaxProcessSeries when 0, no
+	// bound when negative. The device series are always complete.
+	MaxProcessSeries int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -82,8 +110,9 @@ type Alerter interface {
 // LatestFunc returns the most recent Snapshot (Sampler.Latest).
 type LatestFunc func() (sampler.Snapshot, bool)
 
-// Collector is a prometheus.Collector over the latest Snapshot. It is
-// unchecked (Describe sends nothing) because, like dcgm-exporter, MIG
+// Collector turns the latest Snapshot into metrics: Page is the text page
+// /metrics serves; Collect sends the same metrics to a prometheus.Registry.
+// It is unchecked (Describe sends nothing) because, like dcgm-exporter, MIG
 // instances carry labels that whole GPUs do not.
 type Collector struct {
 	latest LatestFunc
@@ -93,6 +122,13 @@ type Collector struct {
 	alerts   []advisor.Alert
 	alertSeq uint64
 	observed bool
+
+	// The encoded page of the snapshot pageSeq (all but the three series
+	// that change with the clock).
+	pageMu  sync.Mutex
+	pageSeq uint64
+	pageOK  bool
+	page    []byte
 }
 
 // New returns a collector reading snapshots from latest.
@@ -103,16 +139,21 @@ func New(latest LatestFunc, opts Options) *Collector {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.MaxProcessSeries == 0 {
+		opts.MaxProcessSeries = DefaultMaxProcessSeries
+	}
 	return &Collector{latest: latest, opts: opts}
 }
 
-// Observe feeds a snapshot to the advisor's monitor. Call it for every
-// published snapshot (Sampler.Subscribe) so the rules see each one; a
-// scrape of a snapshot that was never observed observes it itself.
-func (c *Collector) Observe(snap sampler.Snapshot) {
+// Observe feeds a snapshot to the advisor's monitor and returns the alerts
+// in force. Call it for every published snapshot (Sampler.Subscribe) so the
+// rules see each one; a scrape of a snapshot that was never observed
+// observes it itself.
+func (c *Collector) Observe(snap sampler.Snapshot) []advisor.Alert {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.observeLocked(snap)
+	return c.alerts
 }
 
 func (c *Collector) observeLocked(snap sampler.Snapshot) {
@@ -166,53 +207,151 @@ func (c *Collector) staleAfter(snap sampler.Snapshot) time.Duration {
 // Describe sends nothing: the collector is unchecked.
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
-// Collect sends the metrics of the latest snapshot.
+// Collect sends the metrics of the latest snapshot, the ones Page writes.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	build := prometheus.NewDesc(BuildInfo, "vramtop's version; always 1.",
-		[]string{"version", "goversion"}, nil)
-	ch <- prometheus.MustNewConstMetric(build, prometheus.GaugeValue, 1, c.opts.Version, runtime.Version())
-
 	snap, ok := c.latest()
-	host := c.opts.Hostname
-	if host == "" && ok {
-		host = snap.Hostname
+	fams := c.clockFamilies(snap, ok)
+	if ok {
+		fams = append(fams, c.snapshotFamilies(snap)...)
 	}
-	up := 0.0
-	if healthy, _ := c.health(snap, ok); healthy {
-		up = 1
+	for _, f := range fams {
+		for _, s := range f.samples {
+			names := make([]string, len(s.labels))
+			values := make([]string, len(s.labels))
+			for i, l := range s.labels {
+				names[i], values[i] = l.name, l.value
+			}
+			desc := prometheus.NewDesc(f.name, f.help, names, nil)
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, values...)
+		}
 	}
-	ch <- gauge(Up, "1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.",
-		up, labels{{LabelHostname, host}})
-	if !ok {
-		return
-	}
-	age := c.opts.Now().Sub(snap.Time).Seconds()
-	ch <- gauge(SampleAge, "Seconds since the GPUs were last sampled.", max(age, 0), labels{{LabelHostname, host}})
+}
 
-	for _, d := range snap.Devices {
-		c.collectDevice(ch, d, host)
+// Page appends the text exposition of the latest snapshot to buf. The
+// series of the snapshot are encoded once per snapshot; only the build
+// info, vramtop_up and the sample's age are written per call.
+func (c *Collector) Page(buf []byte) []byte {
+	snap, ok := c.latest()
+	buf = appendFamilies(buf, c.clockFamilies(snap, ok))
+	if !ok {
+		return buf
 	}
-	c.collectAlerts(ch, snap, host)
+	c.pageMu.Lock()
+	defer c.pageMu.Unlock()
+	if !c.pageOK || c.pageSeq != snap.Seq {
+		c.page = appendFamilies(c.page[:0], c.snapshotFamilies(snap))
+		c.pageSeq, c.pageOK = snap.Seq, true
+	}
+	return append(buf, c.page...)
+}
+
+// family is one metric: its name, help and samples, all gauges.
+type family struct {
+	name, help string
+	samples    []sample
+}
+
+type sample struct {
+	labels labels
+	value  float64
 }
 
 type label struct{ name, value string }
 
 type labels []label
 
-func gauge(name, help string, v float64, ls labels) prometheus.Metric {
-	names := make([]string, len(ls))
-	values := make([]string, len(ls))
-	for i, l := range ls {
-		names[i], values[i] = l.name, l.value
+// clockFamilies are the series that change with the clock, not with the
+// snapshot: the build info, vramtop_up and the sample's age.
+func (c *Collector) clockFamilies(snap sampler.Snapshot, ok bool) []family {
+	fams := []family{{name: BuildInfo, help: "vramtop's version; always 1.",
+		samples: []sample{{labels{{"goversion", runtime.Version()}, {"version", c.opts.Version}}, 1}}}}
+	host := c.host(snap, ok)
+	up := 0.0
+	if healthy, _ := c.health(snap, ok); healthy {
+		up = 1
 	}
-	desc := prometheus.NewDesc(name, help, names, nil)
-	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, values...)
+	fams = append(fams, family{name: Up, help: "1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.",
+		samples: []sample{{labels{{LabelHostname, host}}, up}}})
+	if ok {
+		age := c.opts.Now().Sub(snap.Time).Seconds()
+		fams = append(fams, family{name: SampleAge, help: "Seconds since the GPUs were last sampled.",
+			samples: []sample{{labels{{LabelHostname, host}}, max(age, 0)}}})
+	}
+	return fams
 }
+
+func (c *Collector) host(snap sampler.Snapshot, ok bool) string {
+	if c.opts.Hostname != "" || !ok {
+		return c.opts.Hostname
+	}
+	return snap.Hostname
+}
+
+// The families of a snapshot, in the order they are written.
+const (
+	fFBUsed = iota
+	fFBFree
+	fFBReserved
+	fTemp
+	fPower
+	fUtilPct
+	fTotal
+	fUsed
+	fFree
+	fReserved
+	fUnattributed
+	fUtil
+	fUnexported
+	fProcMem
+	fProcUnknown
+	fAlert
+	nFamilies
+)
+
+var familyHeads = [nFamilies]family{
+	fFBUsed:       {name: DCGMFBUsed, help: "Framebuffer memory used (in MiB)."},
+	fFBFree:       {name: DCGMFBFree, help: "Framebuffer memory free (in MiB)."},
+	fFBReserved:   {name: DCGMFBReserved, help: "Framebuffer memory reserved (in MiB)."},
+	fTemp:         {name: DCGMGPUTemp, help: "GPU temperature (in C)."},
+	fPower:        {name: DCGMPowerUsage, help: "Power draw (in W)."},
+	fUtilPct:      {name: DCGMGPUUtil, help: "GPU utilization (in %)."},
+	fTotal:        {name: MemoryTotal, help: "GPU memory in total, in bytes."},
+	fUsed:         {name: MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
+	fFree:         {name: MemoryFree, help: "GPU memory free, in bytes."},
+	fReserved:     {name: MemoryReserved, help: "GPU memory reserved by the driver, in bytes."},
+	fUnattributed: {name: MemoryUnattributed, help: "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes."},
+	fUtil:         {name: Utilization, help: "GPU utilization as the driver samples it, 0 to 1."},
+	fUnexported:   {name: ProcessesUnlisted, help: "Processes on a device that have no series of their own (over --max-process-series: the ones using the least memory)."},
+	fProcMem:      {name: ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
+	fProcUnknown:  {name: ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
+	fAlert:        {name: Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
+}
+
+// snapshotFamilies are the series of a snapshot: devices, their processes
+// (the largest MaxProcessSeries of each device) and the alerts.
+func (c *Collector) snapshotFamilies(snap sampler.Snapshot) []family {
+	fams := familyHeads
+	host := c.host(snap, true)
+	var order []int
+	for i := range snap.Devices {
+		order = c.collectDevice(&fams, &snap.Devices[i], host, order)
+	}
+	c.collectAlerts(&fams, snap, host)
+	out := make([]family, 0, nFamilies)
+	for _, f := range fams {
+		if len(f.samples) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (f *family) add(v float64, ls labels) { f.samples = append(f.samples, sample{ls, v}) }
 
 // deviceLabels are dcgm-exporter's labels for a device: gpu is the GPU's
 // index (the parent's for a MIG instance), device is "nvidiaN", and a MIG
 // instance adds GPU_I_PROFILE and GPU_I_ID.
-func deviceLabels(d sampler.Device, host string) labels {
+func deviceLabels(d *sampler.Device, host string) labels {
 	idx := d.Index
 	if d.MIG != nil {
 		idx = d.MIG.ParentIndex
@@ -235,57 +374,119 @@ func deviceLabels(d sampler.Device, host string) labels {
 // division): the value is rounded down.
 func MiB(b uint64) float64 { return float64(b / (1 << 20)) }
 
-func (c *Collector) collectDevice(ch chan<- prometheus.Metric, d sampler.Device, host string) {
+// collectDevice adds a device's series; order is scratch space, returned
+// for the next device.
+func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, host string, order []int) []int {
 	// A device that failed this poll or was never read has no numbers
 	// worth exporting: its series are absent, not zero.
 	if d.Err != "" || d.MemoryTotal == 0 {
-		return
+		return order
 	}
 	ls := deviceLabels(d, host)
 	// dcgm-exporter reports a MIG-enabled GPU through its instances.
 	if !d.MIGEnabled {
-		ch <- gauge(DCGMFBUsed, "Framebuffer memory used (in MiB).", MiB(d.MemoryUsed), ls)
-		ch <- gauge(DCGMFBFree, "Framebuffer memory free (in MiB).", MiB(d.MemoryFree), ls)
+		fams[fFBUsed].add(MiB(d.MemoryUsed), ls)
+		fams[fFBFree].add(MiB(d.MemoryFree), ls)
 		if d.MemoryReserved != nil {
-			ch <- gauge(DCGMFBReserved, "Framebuffer memory reserved (in MiB).", MiB(*d.MemoryReserved), ls)
+			fams[fFBReserved].add(MiB(*d.MemoryReserved), ls)
 		}
 	}
-	ch <- gauge(MemoryTotal, "GPU memory in total, in bytes.", float64(d.MemoryTotal), ls)
-	ch <- gauge(MemoryUsed, "GPU memory in use (NVML v2: without the driver's reservation), in bytes.", float64(d.MemoryUsed), ls)
-	ch <- gauge(MemoryFree, "GPU memory free, in bytes.", float64(d.MemoryFree), ls)
-	if d.MemoryReserved != nil {
-		ch <- gauge(MemoryReserved, "GPU memory reserved by the driver, in bytes.", float64(*d.MemoryReserved), ls)
+	if d.TemperatureC != nil {
+		fams[fTemp].add(float64(*d.TemperatureC), ls)
 	}
-	if d.Unattributed != nil {
-		ch <- gauge(MemoryUnattributed, "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes.", float64(*d.Unattributed), ls)
+	if d.PowerWatts != nil {
+		fams[fPower].add(*d.PowerWatts, ls)
 	}
 	if d.UtilizationPercent != nil {
-		ch <- gauge(Utilization, "GPU utilization as the driver samples it, 0 to 1.", *d.UtilizationPercent/100, ls)
+		fams[fUtilPct].add(*d.UtilizationPercent, ls)
+		fams[fUtil].add(*d.UtilizationPercent/100, ls)
 	}
-	gpu := ls[0]
-	seen := map[uint32]bool{}
-	for _, p := range d.Processes {
-		if p.Exited || seen[p.PID] {
+	fams[fTotal].add(float64(d.MemoryTotal), ls)
+	fams[fUsed].add(float64(d.MemoryUsed), ls)
+	fams[fFree].add(float64(d.MemoryFree), ls)
+	if d.MemoryReserved != nil {
+		fams[fReserved].add(float64(*d.MemoryReserved), ls)
+	}
+	if d.Unattributed != nil {
+		fams[fUnattributed].add(float64(*d.Unattributed), ls)
+	}
+
+	// The live processes, one per PID, largest first; those past the
+	// bound are counted, not listed.
+	order = order[:0]
+	for j := range d.Processes {
+		p := &d.Processes[j]
+		if p.Exited {
 			continue
 		}
-		seen[p.PID] = true
+		order = append(order, j)
+	}
+	order = dedupPIDs(d.Processes, order)
+	slices.SortStableFunc(order, func(a, b int) int {
+		pa, pb := &d.Processes[a], &d.Processes[b]
+		return cmp.Compare(pb.Used(), pa.Used())
+	})
+	listed := order
+	if n := c.opts.MaxProcessSeries; n >= 0 && len(order) > n {
+		listed = order[:n]
+	}
+	fams[fUnexported].add(float64(len(order)-len(listed)), ls)
+	gpu := ls[0]
+	for _, j := range listed {
+		p := &d.Processes[j]
 		pl := labels{gpu, {LabelUUID, d.UUID}, {"pid", strconv.FormatUint(uint64(p.PID), 10)},
-			{"user", p.User}, {"command", ShortCommand(p.Command)}, {"type", p.Type}}
+			{"user", validUTF8(p.User)}, {"command", ShortCommand(p.Command)}, {"type", p.Type}}
 		if d.MIG != nil {
 			pl = append(pl, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)})
 		}
+		pl = appendJobLabels(pl, p)
 		pl = append(pl, label{LabelHostname, host})
 		if p.UsedBytes == nil {
 			// Its memory is counted in used, but nobody can say how
 			// much is its: vramtop shows n/a, and no unattributed.
-			ch <- gauge(ProcessUnknown, "1 for a process the driver lists on a device without saying how much memory it uses.", 1, pl)
+			fams[fProcUnknown].add(1, pl)
 			continue
 		}
-		ch <- gauge(ProcessMemory, "GPU memory a process uses on a device (its CUDA context included), in bytes.", float64(*p.UsedBytes), pl)
+		fams[fProcMem].add(float64(*p.UsedBytes), pl)
 	}
+	return order
 }
 
-func (c *Collector) collectAlerts(ch chan<- prometheus.Metric, snap sampler.Snapshot, host string) {
+// dedupPIDs keeps the first entry of each PID in order (a process listed
+// twice on one device by a garbling driver is one series).
+func dedupPIDs(ps []sampler.Process, order []int) []int {
+	if len(order) < 2 {
+		return order
+	}
+	seen := make(map[uint32]struct{}, len(order))
+	out := order[:0]
+	for _, j := range order {
+		if _, dup := seen[ps[j].PID]; dup {
+			continue
+		}
+		seen[ps[j].PID] = struct{}{}
+		out = append(out, j)
+	}
+	return out
+}
+
+// appendJobLabels adds what is known of the process's container and job.
+func appendJobLabels(pl labels, p *sampler.Process) labels {
+	if p.Container != "" {
+		pl = append(pl, label{LabelContainerID, validUTF8(p.Container)})
+	}
+	if j := p.Job; j != nil {
+		if j.SlurmJobID != "" {
+			pl = append(pl, label{LabelHPCJob, validUTF8(j.SlurmJobID)})
+		}
+		if j.K8sPodUID != "" {
+			pl = append(pl, label{LabelPod, validUTF8(j.K8sPodUID)})
+		}
+	}
+	return pl
+}
+
+func (c *Collector) collectAlerts(fams *[nFamilies]family, snap sampler.Snapshot, host string) {
 	if c.opts.Monitor == nil {
 		return
 	}
@@ -293,8 +494,16 @@ func (c *Collector) collectAlerts(ch chan<- prometheus.Metric, snap sampler.Snap
 		dev, rule string
 		pid       uint32
 	}
+	alerts := c.alertsFor(snap)
+	if len(alerts) == 0 {
+		return
+	}
+	byID := make(map[string]int, len(snap.Devices))
+	for i := range snap.Devices {
+		byID[snap.Devices[i].ID] = i
+	}
 	seen := map[key]bool{}
-	for _, a := range c.alertsFor(snap) {
+	for _, a := range alerts {
 		k := key{a.DeviceID, a.Rule, a.PID}
 		if seen[k] {
 			continue
@@ -302,10 +511,11 @@ func (c *Collector) collectAlerts(ch chan<- prometheus.Metric, snap sampler.Snap
 		seen[k] = true
 		gpu := a.DeviceID
 		var mig *label
-		if d, ok := snap.Device(a.DeviceID); ok {
-			dl := deviceLabels(d, host)
-			gpu = dl[0].value
+		if i, ok := byID[a.DeviceID]; ok {
+			d := &snap.Devices[i]
+			gpu = strconv.Itoa(d.Index)
 			if d.MIG != nil {
+				gpu = strconv.Itoa(d.MIG.ParentIndex)
 				mig = &label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}
 			}
 		}
@@ -317,14 +527,90 @@ func (c *Collector) collectAlerts(ch chan<- prometheus.Metric, snap sampler.Snap
 			ls = append(ls, label{"pid", strconv.FormatUint(uint64(a.PID), 10)})
 		}
 		ls = append(ls, label{LabelHostname, host})
-		ch <- gauge(Alert, "1 while an advisor rule fires on a GPU (or a process on it, with pid).", 1, ls)
+		fams[fAlert].add(1, ls)
 	}
+}
+
+// appendFamilies writes fams in Prometheus's text format (version 0.0.4),
+// each sample's labels sorted by name as client_golang writes them.
+func appendFamilies(buf []byte, fams []family) []byte {
+	var sorted labels
+	for _, f := range fams {
+		buf = append(buf, "# HELP "...)
+		buf = append(buf, f.name...)
+		buf = append(buf, ' ')
+		buf = appendEscaped(buf, f.help, false)
+		buf = append(buf, "\n# TYPE "...)
+		buf = append(buf, f.name...)
+		buf = append(buf, " gauge\n"...)
+		for _, s := range f.samples {
+			buf = append(buf, f.name...)
+			if len(s.labels) > 0 {
+				sorted = append(sorted[:0], s.labels...)
+				slices.SortFunc(sorted, func(a, b label) int { return strings.Compare(a.name, b.name) })
+				buf = append(buf, '{')
+				for i, l := range sorted {
+					if i > 0 {
+						buf = append(buf, ',')
+					}
+					buf = append(buf, l.name...)
+					buf = append(buf, '=', '"')
+					buf = appendEscaped(buf, l.value, true)
+					buf = append(buf, '"')
+				}
+				buf = append(buf, '}')
+			}
+			buf = append(buf, ' ')
+			buf = appendFloat(buf, s.value)
+			buf = append(buf, '\n')
+		}
+	}
+	return buf
+}
+
+// appendEscaped escapes a backslash and a newline (HELP text), and a double
+// quote too in a label value.
+func appendEscaped(buf []byte, s string, quote bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '\\':
+			buf = append(buf, '\\', '\\')
+		case ch == '\n':
+			buf = append(buf, '\\', 'n')
+		case ch == '"' && quote:
+			buf = append(buf, '\\', '"')
+		default:
+			buf = append(buf, ch)
+		}
+	}
+	return buf
+}
+
+// appendFloat writes v as client_golang's text encoder does.
+func appendFloat(buf []byte, v float64) []byte {
+	switch {
+	case v == 1:
+		return append(buf, '1')
+	case v == 0:
+		return append(buf, '0')
+	case v == -1:
+		return append(buf, "-1"...)
+	}
+	return strconv.AppendFloat(buf, v, 'g', -1, 64)
+}
+
+// validUTF8 replaces what is not UTF-8 (a label value must be).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // ShortCommand shortens a command line for a label: the program's base name
 // and its arguments, at most MaxCommandLen characters.
 func ShortCommand(cmd string) string {
-	cmd = strings.TrimSpace(cmd)
+	cmd = validUTF8(strings.TrimSpace(cmd))
 	if cmd == "" {
 		return ""
 	}

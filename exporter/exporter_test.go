@@ -108,18 +108,18 @@ func TestDCGMDropIns(t *testing.T) {
 	want := `
 # HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).
 # TYPE DCGM_FI_DEV_FB_FREE gauge
-DCGM_FI_DEV_FB_FREE{Hostname="node7",UUID="GPU-aaaa",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 70039
-DCGM_FI_DEV_FB_FREE{Hostname="node7",UUID="GPU-bbbb",device="nvidia1",gpu="1",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 14334
-DCGM_FI_DEV_FB_FREE{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",Hostname="node7",UUID="MIG-dddd",device="nvidia2",gpu="2",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 20480
+DCGM_FI_DEV_FB_FREE{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 70039
+DCGM_FI_DEV_FB_FREE{UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 14334
+DCGM_FI_DEV_FB_FREE{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 20480
 # HELP DCGM_FI_DEV_FB_RESERVED Framebuffer memory reserved (in MiB).
 # TYPE DCGM_FI_DEV_FB_RESERVED gauge
-DCGM_FI_DEV_FB_RESERVED{Hostname="node7",UUID="GPU-aaaa",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 616
-DCGM_FI_DEV_FB_RESERVED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",Hostname="node7",UUID="MIG-dddd",device="nvidia2",gpu="2",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 0
+DCGM_FI_DEV_FB_RESERVED{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 616
+DCGM_FI_DEV_FB_RESERVED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 0
 # HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
 # TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{Hostname="node7",UUID="GPU-aaaa",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 10240
-DCGM_FI_DEV_FB_USED{Hostname="node7",UUID="GPU-bbbb",device="nvidia1",gpu="1",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
-DCGM_FI_DEV_FB_USED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",Hostname="node7",UUID="MIG-dddd",device="nvidia2",gpu="2",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 20480
+DCGM_FI_DEV_FB_USED{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 10240
+DCGM_FI_DEV_FB_USED{UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
+DCGM_FI_DEV_FB_USED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 20480
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMFBUsed, DCGMFBFree, DCGMFBReserved); err != nil {
 		t.Fatal(err)
@@ -129,10 +129,10 @@ DCGM_FI_DEV_FB_USED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",Hostname="node7",UUID="
 func TestVramtopDeviceMetrics(t *testing.T) {
 	snap := fixedSnapshot()
 	c := newTestCollector(&snap, nil, t0.Add(2*time.Second))
-	h100 := `Hostname="node7",UUID="GPU-aaaa",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"`
-	v100 := `Hostname="node7",UUID="GPU-bbbb",device="nvidia1",gpu="1",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"`
-	a100 := `Hostname="node7",UUID="GPU-cccc",device="nvidia2",gpu="2",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
-	mig := `GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",Hostname="node7",UUID="MIG-dddd",device="nvidia2",gpu="2",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
+	h100 := `UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"`
+	v100 := `UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"`
+	a100 := `UUID="GPU-cccc",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
+	mig := `GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
 	want := `
 # HELP vramtop_gpu_memory_total_bytes GPU memory in total, in bytes.
 # TYPE vramtop_gpu_memory_total_bytes gauge
@@ -170,9 +170,9 @@ func TestProcessMetrics(t *testing.T) {
 	want := `
 # HELP vramtop_process_gpu_memory_bytes GPU memory a process uses on a device (its CUDA context included), in bytes.
 # TYPE vramtop_process_gpu_memory_bytes gauge
-vramtop_process_gpu_memory_bytes{Hostname="node7",UUID="GPU-aaaa",command="python3 train.py --lr 3e-4",gpu="0",pid="4242",type="compute",user="alice"} 9.663676416e+09
-vramtop_process_gpu_memory_bytes{Hostname="node7",UUID="GPU-aaaa",command="` + long + `",gpu="0",pid="77",type="compute",user="bob"} 5.36870912e+08
-vramtop_process_gpu_memory_bytes{GPU_I_ID="3",Hostname="node7",UUID="MIG-dddd",command="serve",gpu="2",pid="5000",type="compute",user="dave"} 2.147483648e+10
+vramtop_process_gpu_memory_bytes{UUID="GPU-aaaa",command="python3 train.py --lr 3e-4",gpu="0",hostname="node7",pid="4242",type="compute",user="alice"} 9.663676416e+09
+vramtop_process_gpu_memory_bytes{UUID="GPU-aaaa",command="` + long + `",gpu="0",hostname="node7",pid="77",type="compute",user="bob"} 5.36870912e+08
+vramtop_process_gpu_memory_bytes{GPU_I_ID="3",UUID="MIG-dddd",command="serve",gpu="2",hostname="node7",pid="5000",type="compute",user="dave"} 2.147483648e+10
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), ProcessMemory); err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ vramtop_process_gpu_memory_bytes{GPU_I_ID="3",Hostname="node7",UUID="MIG-dddd",c
 	unknown := `
 # HELP vramtop_process_gpu_memory_unknown 1 for a process the driver lists on a device without saying how much memory it uses.
 # TYPE vramtop_process_gpu_memory_unknown gauge
-vramtop_process_gpu_memory_unknown{Hostname="node7",UUID="GPU-aaaa",command="python",gpu="0",pid="78",type="graphics",user="bob"} 1
+vramtop_process_gpu_memory_unknown{UUID="GPU-aaaa",command="python",gpu="0",hostname="node7",pid="78",type="graphics",user="bob"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(unknown), ProcessUnknown); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestHostnameOverride(t *testing.T) {
 	want := `
 # HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
 # TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{Hostname="hostA",UUID="GPU-bbbb",device="nvidia1",gpu="1",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
+DCGM_FI_DEV_FB_USED{UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="hostA",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMFBUsed); err != nil {
 		t.Fatal(err)
@@ -256,9 +256,9 @@ func TestAlerts(t *testing.T) {
 	want := `
 # HELP vramtop_alert 1 while an advisor rule fires on a GPU (or a process on it, with pid).
 # TYPE vramtop_alert gauge
-vramtop_alert{Hostname="node7",gpu="0",rule="threshold",severity="crit"} 1
-vramtop_alert{Hostname="node7",gpu="0",pid="4242",rule="leak_suspect",severity="warn"} 1
-vramtop_alert{GPU_I_ID="3",Hostname="node7",gpu="2",rule="threshold",severity="warn"} 1
+vramtop_alert{gpu="0",hostname="node7",rule="threshold",severity="crit"} 1
+vramtop_alert{gpu="0",hostname="node7",pid="4242",rule="leak_suspect",severity="warn"} 1
+vramtop_alert{GPU_I_ID="3",gpu="2",hostname="node7",rule="threshold",severity="warn"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), Alert); err != nil {
 		t.Fatal(err)
@@ -299,11 +299,11 @@ func TestUpAndAge(t *testing.T) {
 			want := `
 # HELP vramtop_up 1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.
 # TYPE vramtop_up gauge
-vramtop_up{Hostname="` + map[bool]string{true: "node7", false: ""}[tc.snap != nil] + `"} ` + tc.wantUp + "\n"
+vramtop_up{hostname="` + map[bool]string{true: "node7", false: ""}[tc.snap != nil] + `"} ` + tc.wantUp + "\n"
 			if tc.wantAge != "" {
 				want += `# HELP vramtop_last_sample_age_seconds Seconds since the GPUs were last sampled.
 # TYPE vramtop_last_sample_age_seconds gauge
-vramtop_last_sample_age_seconds{Hostname="node7"} ` + tc.wantAge + "\n"
+vramtop_last_sample_age_seconds{hostname="node7"} ` + tc.wantAge + "\n"
 			}
 			if err := testutil.CollectAndCompare(c, strings.NewReader(want), Up, SampleAge); err != nil {
 				t.Fatal(err)
@@ -400,7 +400,7 @@ func TestHandler(t *testing.T) {
 		t.Errorf("/healthz with a fresh sample: %d %q, want 200", code, body)
 	}
 	code, body := get("/metrics")
-	if code != http.StatusOK || !strings.Contains(body, `DCGM_FI_DEV_FB_USED{Hostname="node7",UUID="GPU-aaaa",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 10240`) {
+	if code != http.StatusOK || !strings.Contains(body, `DCGM_FI_DEV_FB_USED{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"} 10240`) {
 		t.Errorf("/metrics: %d\n%s", code, body)
 	}
 	now = t0.Add(time.Hour)

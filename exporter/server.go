@@ -6,23 +6,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Handler serves /metrics (the collector's metrics), /healthz (200 while a
-// recent, successful sample exists, 503 otherwise) and a short index at /.
+// Handler serves /metrics (the collector's page, encoded once per snapshot
+// and the same bytes for every scraper), /healthz (200 while a recent,
+// successful sample exists, 503 otherwise) and a short index at /.
 func Handler(c *Collector) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 8,
-		Timeout:             10 * time.Second,
-	}))
+	pool := sync.Pool{New: func() any { return new([]byte) }}
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		bp := pool.Get().(*[]byte)
+		*bp = c.Page((*bp)[:0])
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(*bp)
+		pool.Put(bp)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		ok, why := c.Healthy()
@@ -39,6 +39,19 @@ func Handler(c *Collector) http.Handler {
 	return mux
 }
 
+// MaxConns is how many connections the exporter serves at once; more wait
+// until one closes.
+const MaxConns = 512
+
+// Server timeouts: a client gets this long to send its request headers, a
+// whole request and answer may take WriteTimeout, and an idle keep-alive
+// connection is closed after IdleTimeout.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
 // Listen opens addr, with an error message a user can act on when the
 // address is taken.
 func Listen(addr string) (net.Listener, error) {
@@ -52,16 +65,22 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves h on ln until ctx ends, then shuts down gracefully, giving
-// requests in flight up to grace to finish.
+// Serve serves h on ln, at most MaxConns connections at a time, until ctx
+// ends. Then it stops accepting, gives requests in flight up to grace to
+// finish and closes whatever is left (idle, half-open or stuck
+// connections): a client that never finishes its request does not turn a
+// clean stop into an error.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       WriteTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limitListener(ln, MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err
@@ -69,9 +88,56 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
+	if err := srv.Shutdown(sctx); err != nil {
+		// The grace is over: what is still open is cut.
+		srv.Close()
 	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return nil
+}
+
+// limitListener accepts at most n connections at a time: Accept waits while
+// n are open.
+func limitListener(ln net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitedListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
 	return err
 }

@@ -27,6 +27,8 @@ type demoRange struct {
 	total            uint64
 	minUsed, maxUsed uint64
 	hasReserved      bool
+	// Whether the demo reports temperature, power and utilization.
+	hasTemp, hasPower, hasUtil bool
 	// hasUnattributed: whether vramtop on the host itself can say how much
 	// memory no process accounts for (not when a process's is unknown).
 	hasUnattributed bool
@@ -52,7 +54,8 @@ func demoExpectations(t *testing.T, span time.Duration) map[string]demoRange {
 			m := out[i]
 			r, ok := exp[id]
 			if !ok {
-				r = demoRange{total: m.Total, minUsed: m.Used, maxUsed: m.Used, hasReserved: m.HasReserved}
+				r = demoRange{total: m.Total, minUsed: m.Used, maxUsed: m.Used, hasReserved: m.HasReserved,
+					hasTemp: m.HasTemp, hasPower: m.HasPower, hasUtil: m.HasUtil}
 			}
 			r.minUsed, r.maxUsed = min(r.minUsed, m.Used), max(r.maxUsed, m.Used)
 			exp[id] = r
@@ -82,6 +85,7 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 
 	hosts := []string{"hostA", "hostB"}
 	var targets []string
+	procs := map[string]*promtest.Proc{}
 	for _, h := range hosts {
 		addr := promtest.FreeAddr(t)
 		p := promtest.Start(t, "vramtop serve "+h, vramtop, "serve", "--demo", "--hostname", h, "--listen", addr, "--interval", "500ms")
@@ -93,6 +97,7 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 			return code == http.StatusOK, fmt.Sprint(code, " ", body)
 		})
 		targets = append(targets, addr)
+		procs[h] = p
 	}
 	start := time.Now()
 
@@ -109,7 +114,7 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 	promtest.WaitFor(t, 30*time.Second, "both hosts' series in Prometheus", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		res, err := client.Query(ctx, "count by (Hostname) (vramtop_gpu_memory_total_bytes)")
+		res, err := client.Query(ctx, "count by (hostname) (vramtop_gpu_memory_total_bytes)")
 		return err == nil && len(res) == len(hosts), fmt.Sprintf("%d hosts, %v", len(res), err)
 	})
 
@@ -167,6 +172,81 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 		if procs == 0 {
 			t.Errorf("%s: no processes reported", h)
 		}
+		// serve exports temperature and power under dcgm-exporter's
+		// names, and the fleet reads them back.
+		temps := 0
+		for id, d := range got {
+			want := exp[id]
+			if (d.TemperatureC != nil) != want.hasTemp || (d.PowerWatts != nil) != want.hasPower || (d.UtilizationPercent != nil) != want.hasUtil {
+				t.Errorf("%s:%s: temperature %v, power %v, utilization %v known; the demo's %v, %v, %v", h, id,
+					d.TemperatureC != nil, d.PowerWatts != nil, d.UtilizationPercent != nil, want.hasTemp, want.hasPower, want.hasUtil)
+			}
+			if d.TemperatureC != nil {
+				temps++
+			}
+		}
+		if temps == 0 {
+			t.Errorf("%s: no device with a temperature", h)
+		}
+	}
+
+	// hostB's exporter dies: Prometheus marks its target down, and the
+	// fleet still lists hostB, marked down, with its last values, and
+	// --once exits 1.
+	procs["hostB"].Kill()
+	killed := time.Now()
+	promtest.WaitFor(t, 30*time.Second, "hostB's target down", func() (bool, string) {
+		n, err := prom.TargetsUp()
+		return err == nil && n == 1, fmt.Sprintf("%d up, %v", n, err)
+	})
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.CommandContext(ctx, vramtop, "fleet", "--prometheus", prom.URL, "--once", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("vramtop fleet with hostB down: %v, want exit status 1\n%s", err, stderr.String())
+	}
+	if msg := strings.TrimSpace(stderr.String()); msg != "vramtop fleet: 1 of 2 hosts down: hostB" {
+		t.Errorf("stderr %q, want the down host named", msg)
+	}
+	snap = sampler.Snapshot{}
+	if err := json.Unmarshal(stdout.Bytes(), &snap); err != nil {
+		t.Fatalf("fleet JSON: %v\n%s", err, stdout.String())
+	}
+	downs := 0
+	for _, d := range snap.Devices {
+		switch d.Hostname {
+		case "hostA":
+			if d.Err != "" {
+				t.Errorf("%s: error %q on the live host", d.ID, d.Err)
+			}
+		case "hostB":
+			downs++
+			if !fleet.IsHostDown(d) || !strings.Contains(d.Err, "exporter not answering since") {
+				t.Errorf("%s: error %q, want it marked down", d.ID, d.Err)
+			}
+			want := exp[strings.TrimPrefix(d.ID, "hostB:")]
+			if d.MemoryTotal != want.total || d.MemoryUsed < want.minUsed || d.MemoryUsed > want.maxUsed {
+				t.Errorf("%s: total %d used %d, want its last values (total %d, used in [%d, %d])", d.ID, d.MemoryTotal, d.MemoryUsed, want.total, want.minUsed, want.maxUsed)
+			}
+			// "since 15:04:05": the last sample, within the 5 s of the
+			// look-back's step of the kill.
+			_, when, _ := strings.Cut(d.Err, "since ")
+			at, perr := time.ParseInLocation("15:04:05", strings.Fields(when)[0], time.Local)
+			if perr != nil {
+				t.Errorf("%s: no time in %q: %v", d.ID, d.Err, perr)
+				continue
+			}
+			k := killed.Local()
+			at = time.Date(k.Year(), k.Month(), k.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.Local)
+			if at.After(k.Add(time.Second)) || at.Before(k.Add(-10*time.Second)) {
+				t.Errorf("%s: down since %v, the exporter was killed at %v", d.ID, at.Format(time.TimeOnly), k.Format(time.TimeOnly))
+			}
+		}
+	}
+	if downs != len(exp) {
+		t.Errorf("%d devices of hostB listed after its exporter died, want %d", downs, len(exp))
 	}
 }
 

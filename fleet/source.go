@@ -1,8 +1,12 @@
 // Package fleet is a sampler.Source over many hosts, read back from
 // Prometheus: the series that `vramtop serve` exports, and dcgm-exporter's
-// framebuffer gauges for hosts that run only dcgm-exporter (those give
-// device rows, no processes). Prometheus, and whatever scales it, does the
-// aggregation; this package only asks it.
+// gauges for hosts that run only dcgm-exporter (those give device rows, no
+// processes). Prometheus, and whatever scales it, does the aggregation; this
+// package only asks it.
+//
+// The queries run on a goroutine of the source's own, each within
+// Config.Timeout: the sampler (and so the screen) never waits for
+// Prometheus, and Close cancels what is in flight.
 package fleet
 
 import (
@@ -12,33 +16,63 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vramtop/vramtop/exporter"
 	"github.com/vramtop/vramtop/sampler"
 )
 
 // The instant queries of each tick; they run concurrently. Only the totals
-// carry every label of a device (its name, UUID, PCI bus): the other series
-// are aggregated down to the labels that identify a device, which keeps the
-// answers (and their decoding, most of a tick's cost) small.
+// carry every label of a device (its name, UUID, PCI bus, the scrape
+// target): the other series are aggregated down to the labels that
+// identify a device, which keeps the answers (and their decoding, most of a
+// tick's cost) small. Hosts are named by hostname (vramtop, dcgm-exporter
+// since 2026-05) or Hostname (before).
 const (
 	QueryDevices = `vramtop_gpu_memory_total_bytes`
-	QueryValues  = `max by (__name__, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up"})`
-	QueryProcs   = `max by (__name__, Hostname, gpu, GPU_I_ID, pid, user, command, type) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})`
+	QueryValues  = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
+	QueryProcs   = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})`
 	// dcgm-exporter's series of the devices vramtop does not export: a
 	// host running both is read from vramtop alone.
-	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
+	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (hostname, Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
+	// QueryTargetsDown are the scrape targets Prometheus could not scrape
+	// last time.
+	QueryTargetsDown = `up == 0`
 )
+
+// DownLookback is how far back the last values of a host whose exporter is
+// down are looked for; a host down for longer is no longer listed.
+const DownLookback = time.Hour
+
+// StaleKeep is how long a host whose series vanished without its target
+// being down (the target was removed, or its series went stale) stays
+// listed with its last values.
+const StaleKeep = 10 * time.Minute
+
+// HostDownPrefix starts the error of each device of a host that is down or
+// stale: the device then shows its last values.
+const HostDownPrefix = "host down: "
+
+// IsHostDown reports whether a device of a fleet snapshot belongs to a host
+// that is down or stale (its values are the last ones seen).
+func IsHostDown(d sampler.Device) bool { return strings.HasPrefix(d.Err, HostDownPrefix) }
 
 // MaxBackfillPoints bounds the points per device of the history range
 // query: the sparklines have fewer columns than this, and each point keeps
 // the maximum of its step (max_over_time), so no spike is lost.
 const MaxBackfillPoints = 720
+
+// historyWait is how long the devices wait for the history after the first
+// answer: long enough for a healthy Prometheus, short enough that a slow
+// one does not keep the screen empty.
+const historyWait = 3 * time.Second
 
 // Config configures a fleet Source.
 type Config struct {
@@ -49,37 +83,50 @@ type Config struct {
 	// History is how far back the sparklines are read back at start; no
 	// range query when 0.
 	History time.Duration
-	// Timeout bounds each query; default 10 s.
+	// Timeout bounds each round of queries; default 10 s.
 	Timeout time.Duration
-	// HTTPClient is the client to use; a default one when nil.
+	// HTTPClient gives the transport; the default one when nil.
 	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
-// Source reads a fleet from Prometheus. Like every Source, it is used by
-// the sampler's goroutine only.
+// Source reads a fleet from Prometheus. Its queries run on a goroutine of
+// its own; the sampler's goroutine reads their latest results.
 type Source struct {
 	cfg    Config
 	client *Client
 	ctx    context.Context
 	cancel context.CancelFunc
-
-	lastTry time.Time
-	lastErr error
-	tried   bool
-
-	// cur is the fleet as of the last successful refresh.
-	cur      []devData
-	curByID  map[string]int
-	procs    []procData
-	info     sampler.SourceInfo // as returned by the last Info
-	order    []int              // info.Devices[i] is cur[order[i]], -1 when gone
-	infoIdx  map[string]int     // device ID -> index in info.Devices
-	warnings []string
+	done   chan struct{} // closed when the poller has stopped
+	first  chan struct{} // closed after the first round of queries
+	kick   chan chan struct{}
 
 	mu       sync.Mutex
-	backfill map[string]history
+	state    *fleetState // the last successful round; nil before
+	err      error       // the last round's error
+	answered time.Time   // when the first successful round ended
+	histDone bool        // history read back (or not asked for)
+	// histRunning: the history is being read (or read again).
+	histRunning bool
+	histErr     error
+	histTries   int
+	backfill    map[string]history
+
+	// The sampler goroutine's: the devices as of the last Info.
+	info    sampler.SourceInfo
+	infoIdx map[string]int
+
+	// The poller's: what each device last looked like, for hosts that go
+	// down, and the down targets already looked up.
+	seen     map[string]*seenDevice
+	lookedUp map[string]bool
+}
+
+type fleetState struct {
+	devs  []devData
+	byID  map[string]int
+	procs []procData
 }
 
 type devData struct {
@@ -92,15 +139,21 @@ type procData struct {
 	p   sampler.ProcSample
 }
 
+type seenDevice struct {
+	dev      devData
+	instance string
+	at       time.Time // when it was last seen
+}
+
 type history struct {
 	times  []time.Time
 	values []uint64
 }
 
-// Open returns a source over the Prometheus at cfg.URL. When cfg.History is
-// set it reads the history back first (one range query per kind of
-// series); a failure there is a warning, not an error: the live view works
-// without it.
+// Open returns a source over the Prometheus at cfg.URL and starts asking
+// it. When cfg.History is set it reads the history back too, alongside the
+// first rounds of queries; a failure there is a warning, retried each
+// round until it succeeds.
 func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 5 * time.Second
@@ -116,59 +169,178 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Source{cfg: cfg, client: client, ctx: ctx, cancel: cancel, curByID: map[string]int{}}
-	if cfg.History > 0 {
-		if err := s.readHistory(); err != nil {
-			s.warnings = append(s.warnings, "history not read back from Prometheus: "+err.Error())
-		}
+	s := &Source{
+		cfg: cfg, client: client, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan chan struct{}),
+		histDone: cfg.History <= 0,
+		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{},
 	}
+	go s.poll()
 	return s, nil
 }
 
-// Close stops queries in flight.
+// Close stops the queries, those in flight too.
 func (s *Source) Close() error {
 	s.cancel()
+	<-s.done
 	return nil
 }
 
-// Info refreshes the fleet when due and returns its device list.
-func (s *Source) Info() sampler.SourceInfo {
-	s.refreshIfDue()
-	info := sampler.SourceInfo{
-		Kind:     "fleet",
-		Hostname: s.client.base.Host,
-		Devices:  make([]sampler.DeviceInfo, len(s.cur)),
-		Warnings: s.warnings,
+// WaitFirst waits until the first round of queries has ended (answered,
+// failed or timed out: within Config.Timeout, and the first try at the
+// history within three times that) or ctx ends.
+func (s *Source) WaitFirst(ctx context.Context) {
+	select {
+	case <-s.first:
+	case <-ctx.Done():
 	}
-	s.order = s.order[:0]
-	s.infoIdx = make(map[string]int, len(s.cur))
-	for i, d := range s.cur {
-		info.Devices[i] = d.info
-		s.order = append(s.order, i)
-		s.infoIdx[d.info.ID] = i
+}
+
+// poll asks Prometheus every interval until the source is closed.
+func (s *Source) poll() {
+	defer close(s.done)
+	histRunning := false
+	histc := make(chan struct{}, 1)
+	var kicked []chan struct{}
+	for round := 0; ; round++ {
+		s.mu.Lock()
+		needHist := !s.histDone && !histRunning
+		if needHist {
+			s.histRunning = true
+		}
+		s.mu.Unlock()
+		if needHist {
+			histRunning = true
+			go func() {
+				err := s.readHistory()
+				s.mu.Lock()
+				s.histTries++
+				s.histRunning = false
+				s.histErr = err
+				// An answer over the limit will not shrink: no retry.
+				if err == nil || errors.Is(err, ErrAnswerTooLarge) {
+					s.histDone = true
+				}
+				s.mu.Unlock()
+				histc <- struct{}{}
+			}()
+		}
+		st, err := s.refresh()
+		s.mu.Lock()
+		if err == nil {
+			s.state = st
+			if s.answered.IsZero() {
+				s.answered = s.cfg.Now()
+			}
+		}
+		s.err = err
+		s.mu.Unlock()
+		if round == 0 {
+			if histRunning {
+				// The first round includes the first try at the
+				// history (WaitFirst).
+				<-histc
+				histRunning = false
+			}
+			close(s.first)
+		}
+		for _, ch := range kicked {
+			close(ch)
+		}
+		kicked = kicked[:0]
+		t := time.NewTimer(s.cfg.Interval)
+		for waiting := true; waiting; {
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				if histRunning {
+					<-histc
+				}
+				return
+			case <-histc:
+				histRunning = false
+			case ch := <-s.kick:
+				kicked = append(kicked, ch)
+				t.Stop()
+				waiting = false
+			case <-t.C:
+				waiting = false
+			}
+		}
+	}
+}
+
+// Refresh runs a round of queries now and waits for it to end (or ctx).
+func (s *Source) Refresh(ctx context.Context) {
+	ch := make(chan struct{})
+	select {
+	case s.kick <- ch:
+	case <-ctx.Done():
+		return
+	case <-s.done:
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-s.done:
+	}
+}
+
+// Info returns the device list of the last answer. Until the history is
+// read back (or historyWait has passed since the first answer) the list is
+// held back, so each device's sparkline starts with its history.
+func (s *Source) Info() sampler.SourceInfo {
+	s.mu.Lock()
+	st := s.state
+	var warnings []string
+	hold := false
+	switch {
+	case st == nil && s.err == nil:
+		warnings = append(warnings, "connecting to Prometheus at "+s.client.base.Host+"…")
+	case s.histRunning && st != nil && s.cfg.Now().Sub(s.answered) < historyWait:
+		hold = true
+		warnings = append(warnings, "reading the history back from Prometheus…")
+	case s.histErr != nil && !s.histDone:
+		warnings = append(warnings, fmt.Sprintf("history not read back from Prometheus: %v (retrying)", s.histErr))
+	case s.histErr != nil:
+		warnings = append(warnings, fmt.Sprintf("history not read back from Prometheus: %v", s.histErr))
+	}
+	s.mu.Unlock()
+
+	info := sampler.SourceInfo{Kind: "fleet", Hostname: s.client.base.Host, Warnings: warnings}
+	s.infoIdx = make(map[string]int, len(s.info.Devices))
+	if st != nil && !hold {
+		info.Devices = make([]sampler.DeviceInfo, len(st.devs))
+		for i, d := range st.devs {
+			info.Devices[i] = d.info
+			s.infoIdx[d.info.ID] = i
+		}
 	}
 	s.info = info
 	return info
 }
 
 // ReadMemory fills out from the last answer of Prometheus. When the last
-// refresh failed it returns that error: the sampler then keeps every
+// round failed it returns that error: the sampler then keeps every
 // device's last known values and shows the error.
 func (s *Source) ReadMemory(now time.Time, out []sampler.MemSample) error {
-	s.refreshIfDue()
-	if s.lastErr != nil {
-		return s.lastErr
+	s.mu.Lock()
+	st, err := s.state, s.err
+	s.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	for i := range out {
-		j := -1
-		if i < len(s.order) {
-			j = s.order[i]
+		j, ok := -1, false
+		if st != nil && i < len(s.info.Devices) {
+			j, ok = st.byID[s.info.Devices[i].ID]
 		}
-		if j < 0 {
+		if !ok {
 			out[i] = sampler.MemSample{Err: errGone}
 			continue
 		}
-		out[i] = s.cur[j].mem
+		out[i] = st.devs[j].mem
 	}
 	return nil
 }
@@ -177,11 +349,17 @@ var errGone = errors.New("no longer reported by Prometheus")
 
 // ReadProcesses returns the processes of the last answer.
 func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
-	if s.lastErr != nil {
-		return buf[:0], s.lastErr
-	}
+	s.mu.Lock()
+	st, err := s.state, s.err
+	s.mu.Unlock()
 	buf = buf[:0]
-	for _, p := range s.procs {
+	if err != nil {
+		return buf, err
+	}
+	if st == nil {
+		return buf, nil
+	}
+	for _, p := range st.procs {
 		if i, ok := s.infoIdx[p.dev]; ok {
 			ps := p.p
 			ps.Device = i
@@ -207,20 +385,19 @@ func (s *Source) Backfill(id string) ([]time.Time, []uint64) {
 	return h.times, h.values
 }
 
-func (s *Source) refreshIfDue() {
-	now := s.cfg.Now()
-	if s.tried && now.Sub(s.lastTry) < s.cfg.Interval/2 {
-		return
+// timeoutError says which limit a round ran into.
+func (s *Source) timeoutError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("prometheus at %s: no answer within %v", s.client.base.Host, s.cfg.Timeout)
 	}
-	s.tried = true
-	s.lastTry = now
-	s.lastErr = s.refresh()
+	return err
 }
 
-func (s *Source) refresh() error {
+// refresh runs one round of queries and builds the fleet from them.
+func (s *Source) refresh() (*fleetState, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
-	queries := []string{QueryDevices, QueryValues, QueryProcs, QueryDCGM}
+	queries := []string{QueryDevices, QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown}
 	results := make([][]Sample, len(queries))
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
@@ -231,11 +408,132 @@ func (s *Source) refresh() error {
 	for _, err := range errs {
 		if err != nil {
 			// Keep the last fleet: the sampler shows it with the error
-			// and the next tick tries again.
-			return err
+			// and the next round tries again.
+			return nil, s.timeoutError(err)
 		}
 	}
-	s.build(slices.Concat(results[0], results[1]), results[2], results[3])
+	now := s.cfg.Now()
+	list, listed := build(slices.Concat(results[0], results[1]), results[2], results[3])
+	st := &fleetState{byID: map[string]int{}}
+	for _, b := range list {
+		s.seen[b.info.ID] = &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: now}
+		st.devs = append(st.devs, devData{info: b.info, mem: b.mem})
+	}
+	st.procs = procsOf(results[2], listed)
+
+	// Hosts that were listed and are gone: down (their target is) or
+	// stale. They stay, with their last values.
+	downTargets := map[string]bool{}
+	for _, smp := range results[4] {
+		if inst := string(smp.Metric["instance"]); inst != "" {
+			downTargets[inst] = true
+		}
+	}
+	for inst := range s.lookedUp {
+		if !downTargets[inst] {
+			delete(s.lookedUp, inst)
+		}
+	}
+	var unknown []string
+	known := map[string]bool{}
+	for id, sd := range s.seen {
+		if listed[id] {
+			continue
+		}
+		if !downTargets[sd.instance] && now.Sub(sd.at) > StaleKeep || now.Sub(sd.at) > DownLookback {
+			delete(s.seen, id)
+			continue
+		}
+		known[sd.instance] = true
+	}
+	for inst := range downTargets {
+		if !known[inst] && !s.lookedUp[inst] {
+			unknown = append(unknown, inst)
+		}
+	}
+	if len(unknown) > 0 {
+		// Down since before this fleet view started (fleet --once):
+		// their last values come from Prometheus's history.
+		slices.Sort(unknown)
+		if err := s.lookBack(ctx, unknown, now); err != nil {
+			return nil, s.timeoutError(err)
+		}
+	}
+	var gone []devData
+	for id, sd := range s.seen {
+		if listed[id] {
+			continue
+		}
+		d := sd.dev
+		what := "exporter not answering"
+		if !downTargets[sd.instance] {
+			what = "no series"
+		}
+		d.mem.Err = fmt.Errorf("%s%s since %s (last values shown)", HostDownPrefix, what, clockTime(sd.at, now))
+		gone = append(gone, d)
+	}
+	st.devs = append(st.devs, gone...)
+	sortDevices(st.devs)
+	for i, d := range st.devs {
+		st.byID[d.info.ID] = i
+	}
+	return st, nil
+}
+
+// clockTime is when t was, as a user reads it: the time of day, with the
+// date when it was not today.
+func clockTime(t, now time.Time) string {
+	if t.Local().YearDay() != now.Local().YearDay() || t.Year() != now.Year() {
+		return t.Local().Format("2006-01-02 15:04:05")
+	}
+	return t.Local().Format("15:04:05")
+}
+
+// lookBack reads the last values and the last sample time of the devices
+// behind the down targets insts and remembers them as seen then.
+func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) error {
+	quoted := make([]string, len(insts))
+	for i, in := range insts {
+		quoted[i] = regexp.QuoteMeta(in)
+		s.lookedUp[in] = true
+	}
+	sel := "instance=~" + strconv.Quote(strings.Join(quoted, "|"))
+	win := "[" + model.Duration(DownLookback).String() + "]"
+	values := `last_over_time({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL",` + sel + `}` + win + `)`
+	// timestamp() of a selector is its sample's time; the subquery's step
+	// is 1 s (Prometheus 2.42 found nothing at a 5 s step when the last
+	// samples were seconds old).
+	seen := `max by (instance) (max_over_time(timestamp(DCGM_FI_DEV_FB_USED{` + sel + `})` + strings.TrimSuffix(win, "]") + `:1s]))`
+	var vals, times []Sample
+	var verr, terr error
+	var wg sync.WaitGroup
+	wg.Go(func() { vals, verr = s.client.Query(ctx, values) })
+	wg.Go(func() { times, terr = s.client.Query(ctx, seen) })
+	wg.Wait()
+	if err := cmp.Or(verr, terr); err != nil {
+		return err
+	}
+	at := map[string]time.Time{}
+	for _, smp := range times {
+		sec, frac := math.Modf(smp.Value)
+		at[string(smp.Metric["instance"])] = time.Unix(int64(sec), int64(frac*1e9))
+	}
+	var vram, dcgm []Sample
+	for _, smp := range vals {
+		if strings.HasPrefix(string(smp.Metric[model.MetricNameLabel]), "vramtop_") {
+			vram = append(vram, smp)
+		} else {
+			dcgm = append(dcgm, smp)
+		}
+	}
+	list, _ := build(vram, nil, dcgm)
+	for _, b := range list {
+		t, ok := at[b.instance]
+		if !ok {
+			t = now.Add(-DownLookback)
+		}
+		s.seen[b.info.ID] = &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: t}
+	}
 	return nil
 }
 
@@ -250,35 +548,40 @@ func (k key) id() string {
 	return id
 }
 
-// HostOf is the host a series belongs to: its Hostname label (vramtop,
-// dcgm-exporter), else hostname, else the scrape target's host.
-func HostOf(m map[string]string) string {
-	for _, l := range []string{exporter.LabelHostname, "hostname"} {
+// HostOf is the host a series belongs to: its hostname label (vramtop,
+// dcgm-exporter), else Hostname (both, before 2026-05), else the scrape
+// target's host.
+func HostOf(m model.Metric) string {
+	for _, l := range []model.LabelName{exporter.LabelHostname, exporter.LabelHostnameOld} {
 		if h := m[l]; h != "" {
-			return h
+			return string(h)
 		}
 	}
-	inst := m["instance"]
+	inst := string(m["instance"])
 	if h, _, ok := strings.Cut(inst, ":"); ok && !strings.Contains(h, "[") {
 		return h
 	}
 	return inst
 }
 
-func keyOf(m map[string]string) key {
-	return key{host: HostOf(m), gpu: m[exporter.LabelGPU], gi: m[exporter.LabelGPUInstID]}
+func keyOf(m model.Metric) key {
+	return key{host: HostOf(m), gpu: string(m[exporter.LabelGPU]), gi: string(m[exporter.LabelGPUInstID])}
 }
 
 type building struct {
-	k     key
-	info  sampler.DeviceInfo
-	mem   sampler.MemSample
-	total bool // total known directly
+	k        key
+	info     sampler.DeviceInfo
+	mem      sampler.MemSample
+	instance string
+	total    bool // total known directly
 }
 
-func (s *Source) build(vram, procs, dcgm []Sample) {
+// build makes the device list from the vramtop series (totals and values),
+// the processes (only to know hosts) and dcgm-exporter's series; down are
+// the hosts whose exporter has no recent sample.
+func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 	devs := map[key]*building{}
-	get := func(m map[string]string) *building {
+	get := func(m model.Metric) *building {
 		k := keyOf(m)
 		b := devs[k]
 		if b == nil {
@@ -287,24 +590,30 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 			b.info = sampler.DeviceInfo{ID: k.id(), Index: idx, Hostname: k.host}
 			if k.gi != "" {
 				gi, _ := strconv.Atoi(k.gi)
-				b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi, Profile: m[exporter.LabelGPUProfile]}
+				b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi, Profile: string(m[exporter.LabelGPUProfile])}
 			}
 			devs[k] = b
 		}
 		if b.info.Name == "" {
-			b.info.Name = m[exporter.LabelModelName]
+			b.info.Name = string(m[exporter.LabelModelName])
 		}
 		if b.info.UUID == "" {
-			b.info.UUID = m[exporter.LabelUUID]
+			b.info.UUID = string(m[exporter.LabelUUID])
 		}
 		if b.info.PCIBusID == "" {
-			b.info.PCIBusID = m[exporter.LabelPCIBusID]
+			b.info.PCIBusID = string(m[exporter.LabelPCIBusID])
+		}
+		if b.instance == "" {
+			b.instance = string(m["instance"])
 		}
 		return b
 	}
 	down := map[string]bool{}
+	// Temperature and power may come from dcgm-exporter on the same host:
+	// they go to devices known from the memory series.
+	var extras []Sample
 	for _, smp := range vram {
-		name := smp.Metric["__name__"]
+		name := string(smp.Metric[model.MetricNameLabel])
 		if name == exporter.Up {
 			if smp.Value == 0 {
 				down[HostOf(smp.Metric)] = true
@@ -312,6 +621,10 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 			continue
 		}
 		if _, ok := smp.Metric[exporter.LabelGPU]; !ok {
+			continue
+		}
+		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
+			extras = append(extras, smp)
 			continue
 		}
 		b := get(smp.Metric)
@@ -337,11 +650,16 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 		if _, ok := smp.Metric[exporter.LabelGPU]; !ok || fromVramtop[keyOf(smp.Metric)] {
 			continue
 		}
+		name := string(smp.Metric[model.MetricNameLabel])
+		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
+			extras = append(extras, smp)
+			continue
+		}
 		b := get(smp.Metric)
 		b.info.NoProcessList = true
 		v := bytesOf(smp.Value * (1 << 20))
-		switch smp.Metric["__name__"] {
-		case "DCGM_FI_DEV_FB_TOTAL":
+		switch name {
+		case exporter.DCGMFBTotal:
 			b.mem.Total, b.total = v, true
 		case exporter.DCGMFBUsed:
 			b.mem.Used = v
@@ -349,8 +667,20 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 			b.mem.Free = v
 		case exporter.DCGMFBReserved:
 			b.mem.Reserved, b.mem.HasReserved = v, true
-		case "DCGM_FI_DEV_GPU_UTIL":
+		case exporter.DCGMGPUUtil:
 			b.mem.Util, b.mem.HasUtil = smp.Value, true
+		}
+	}
+	for _, smp := range extras {
+		b := devs[keyOf(smp.Metric)]
+		if b == nil || math.IsNaN(smp.Value) {
+			continue
+		}
+		switch smp.Metric[model.MetricNameLabel] {
+		case exporter.DCGMGPUTemp:
+			b.mem.TempC, b.mem.HasTemp = int(math.Round(smp.Value)), true
+		case exporter.DCGMPowerUsage:
+			b.mem.PowerW, b.mem.HasPower = smp.Value, true
 		}
 	}
 	// A GPU with MIG instances is their parent.
@@ -373,64 +703,69 @@ func (s *Source) build(vram, procs, dcgm []Sample) {
 	for _, b := range devs {
 		list = append(list, b)
 	}
-	slices.SortFunc(list, func(a, b *building) int {
-		return cmp.Or(
-			strings.Compare(a.k.host, b.k.host),
-			cmp.Compare(a.info.Index, b.info.Index),
-			cmp.Compare(giOrder(a.k.gi), giOrder(b.k.gi)),
-			strings.Compare(a.k.gpu, b.k.gpu),
-		)
-	})
-	s.cur = s.cur[:0]
-	clear(s.curByID)
-	for i, b := range list {
-		s.cur = append(s.cur, devData{info: b.info, mem: b.mem})
-		s.curByID[b.info.ID] = i
-	}
-	// Devices already listed keep their place until the next Info.
-	for i, d := range s.info.Devices {
-		j, ok := s.curByID[d.ID]
-		if !ok {
-			j = -1
-		}
-		if i < len(s.order) {
-			s.order[i] = j
-		}
-	}
+	slices.SortFunc(list, func(a, b *building) int { return compareDevices(&a.info, &b.info) })
+	return list, devKeys(devs)
+}
 
-	s.procs = s.procs[:0]
+func devKeys(devs map[key]*building) map[string]bool {
+	out := make(map[string]bool, len(devs))
+	for k := range devs {
+		out[k.id()] = true
+	}
+	return out
+}
+
+// compareDevices orders by host, GPU index, GPU before its instances,
+// instances by number.
+func compareDevices(a, b *sampler.DeviceInfo) int {
+	return cmp.Or(
+		strings.Compare(a.Hostname, b.Hostname),
+		cmp.Compare(a.Index, b.Index),
+		cmp.Compare(giOrder(a.MIG), giOrder(b.MIG)),
+		strings.Compare(a.ID, b.ID),
+	)
+}
+
+func sortDevices(ds []devData) {
+	slices.SortFunc(ds, func(a, b devData) int { return compareDevices(&a.info, &b.info) })
+}
+
+// procsOf are the processes of the listed devices.
+func procsOf(procs []Sample, listed map[string]bool) []procData {
+	var out []procData
 	for _, smp := range procs {
 		k := keyOf(smp.Metric)
-		if _, ok := devs[k]; !ok {
+		if !listed[k.id()] {
 			continue
 		}
-		pid, err := strconv.ParseUint(smp.Metric["pid"], 10, 32)
+		pid, err := strconv.ParseUint(string(smp.Metric["pid"]), 10, 32)
 		if err != nil {
 			continue
 		}
-		user := smp.Metric["user"]
-		known := smp.Metric["__name__"] != exporter.ProcessUnknown
+		user := string(smp.Metric["user"])
+		known := smp.Metric[model.MetricNameLabel] != exporter.ProcessUnknown
 		var used uint64
 		if known {
 			used = bytesOf(smp.Value)
 		}
-		s.procs = append(s.procs, procData{dev: k.id(), p: sampler.ProcSample{
+		out = append(out, procData{dev: k.id(), p: sampler.ProcSample{
 			PID: uint32(pid), UsedBytes: used, HasUsed: known,
-			Type: smp.Metric["type"], User: user, Command: smp.Metric["command"],
+			Type: string(smp.Metric["type"]), User: user, Command: string(smp.Metric["command"]),
+			Container: string(smp.Metric[exporter.LabelContainerID]),
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.
 			Visible: user != "",
 		}})
 	}
+	return out
 }
 
 // giOrder puts a GPU before its instances, instances by number.
-func giOrder(gi string) int {
-	if gi == "" {
+func giOrder(m *sampler.MIGInfo) int {
+	if m == nil {
 		return -1
 	}
-	n, _ := strconv.Atoi(gi)
-	return n
+	return m.GPUInstanceID
 }
 
 func bytesOf(v float64) uint64 {
@@ -456,12 +791,20 @@ func (s *Source) readHistory() error {
 	win := strconv.FormatInt(int64(step/time.Second), 10) + "s"
 	ctx, cancel := context.WithTimeout(s.ctx, 3*s.cfg.Timeout)
 	defer cancel()
-	vram, err := s.client.QueryRange(ctx, "max_over_time("+exporter.MemoryUsed+"["+win+"])", start, end, step)
-	if err != nil {
-		return err
-	}
-	dcgm, err := s.client.QueryRange(ctx, "max_over_time("+exporter.DCGMFBUsed+"["+win+"]) * 1048576", start, end, step)
-	if err != nil {
+	var vram, dcgm []Series
+	var verr, derr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		vram, verr = s.client.QueryRange(ctx, "max_over_time("+exporter.MemoryUsed+"["+win+"])", start, end, step)
+	})
+	wg.Go(func() {
+		dcgm, derr = s.client.QueryRange(ctx, "max_over_time("+exporter.DCGMFBUsed+"["+win+"]) * 1048576", start, end, step)
+	})
+	wg.Wait()
+	if err := cmp.Or(verr, derr); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("no answer within %v", 3*s.cfg.Timeout)
+		}
 		return err
 	}
 	bf := map[string]history{}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -26,7 +28,10 @@ type fakeProm struct {
 	series  map[string][]fakeSeries // by query
 	ranges  map[string][]fakeRange  // by query
 	failing map[string]bool         // queries answered with an error
-	queries []string
+	// prefixed answers the queries that start with a key, when no
+	// exact one matches.
+	prefixed map[string][]fakeSeries
+	queries  []string
 }
 
 type fakeSeries struct {
@@ -40,7 +45,7 @@ type fakeRange struct {
 }
 
 func newFakeProm() *fakeProm {
-	return &fakeProm{series: map[string][]fakeSeries{}, ranges: map[string][]fakeRange{}, failing: map[string]bool{}}
+	return &fakeProm{series: map[string][]fakeSeries{}, ranges: map[string][]fakeRange{}, failing: map[string]bool{}, prefixed: map[string][]fakeSeries{}}
 }
 
 func (f *fakeProm) set(q string, s ...fakeSeries) {
@@ -79,7 +84,13 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kind := "vector"
 	switch r.URL.Path {
 	case "/api/v1/query":
-		for _, s := range f.series[q] {
+		answer, ok := f.series[q]
+		for p, ss := range f.prefixed {
+			if !ok && strings.HasPrefix(q, p) {
+				answer = ss
+			}
+		}
+		for _, s := range answer {
 			out = append(out, res{Metric: s.labels, Value: []any{1764417600.5, fmt.Sprint(s.value)}})
 		}
 	case "/api/v1/query_range":
@@ -109,8 +120,8 @@ func lbl(name string, kv ...string) map[string]string {
 // hostA runs vramtop: an H100 with two processes and an A100 in MIG mode
 // with one instance. hostB runs only dcgm-exporter.
 func (f *fakeProm) fleet(usedA uint64) {
-	h100 := []string{"Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "modelName", "NVIDIA H100 80GB HBM3"}
-	a100 := []string{"Hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "modelName", "NVIDIA A100-SXM4-80GB"}
+	h100 := []string{"hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "modelName", "NVIDIA H100 80GB HBM3"}
+	a100 := []string{"hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "modelName", "NVIDIA A100-SXM4-80GB"}
 	mig := append(append([]string{}, a100...), "GPU_I_ID", "2", "GPU_I_PROFILE", "3g.40gb", "UUID", "MIG-a1-2")
 	f.setDevices(
 		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", h100...), 80 * gib},
@@ -124,15 +135,15 @@ func (f *fakeProm) fleet(usedA uint64) {
 		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", mig...), 40 * gib},
 		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", mig...), 10 * gib},
 		fakeSeries{lbl("vramtop_gpu_memory_free_bytes", mig...), 30 * gib},
-		fakeSeries{lbl("vramtop_up", "Hostname", "hostA"), 1},
+		fakeSeries{lbl("vramtop_up", "hostname", "hostA"), 1},
 	)
 	f.set(QueryProcs,
-		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "4242", "user", "alice", "command", "python3 train.py", "type", "compute"), 9 * gib},
-		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "77", "user", "bob", "command", "jupyter", "type", "compute"), 1 * gib},
-		fakeSeries{lbl("vramtop_process_gpu_memory_unknown", "Hostname", "hostA", "gpu", "1", "pid", "600", "user", "erin", "command", "Xorg", "type", "graphics"), 1},
-		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "Hostname", "hostA", "gpu", "1", "GPU_I_ID", "2", "UUID", "MIG-a1-2", "pid", "5000", "user", "dave", "command", "serve", "type", "compute"), 10 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "4242", "user", "alice", "command", "python3 train.py", "type", "compute"), 9 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pid", "77", "user", "bob", "command", "jupyter", "type", "compute"), 1 * gib},
+		fakeSeries{lbl("vramtop_process_gpu_memory_unknown", "hostname", "hostA", "gpu", "1", "pid", "600", "user", "erin", "command", "Xorg", "type", "graphics"), 1},
+		fakeSeries{lbl("vramtop_process_gpu_memory_bytes", "hostname", "hostA", "gpu", "1", "GPU_I_ID", "2", "UUID", "MIG-a1-2", "pid", "5000", "user", "dave", "command", "serve", "type", "compute"), 10 * gib},
 	)
-	b0 := []string{"Hostname", "hostB", "gpu", "0", "UUID", "GPU-b0", "pci_bus_id", "00000000:3B:00.0", "device", "nvidia0", "modelName", "Tesla V100-SXM2-16GB", "instance", "10.0.0.2:9400", "job", "dcgm"}
+	b0 := []string{"hostname", "hostB", "gpu", "0", "UUID", "GPU-b0", "pci_bus_id", "00000000:3B:00.0", "device", "nvidia0", "modelName", "Tesla V100-SXM2-16GB", "instance", "10.0.0.2:9400", "job", "dcgm"}
 	f.set(QueryDCGM,
 		// vramtop exports these too; its own series win.
 		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", h100...), 1},
@@ -169,6 +180,7 @@ func newFleet(t *testing.T, url string, history time.Duration) (*Source, *sample
 	if err != nil {
 		t.Fatal(err)
 	}
+	src.WaitFirst(context.Background())
 	s, err := sampler.New(src, sampler.Config{Interval: 5 * time.Second, History: time.Hour, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
@@ -265,13 +277,14 @@ func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
 	fp.fleet(20 * gib)
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
-	_, s, clk := newFleet(t, srv.URL, 0)
+	src, s, clk := newFleet(t, srv.URL, 0)
 	s.Once()
 
 	// One of the three queries fails: the error shows, nothing changes.
 	fp.fleet(30 * gib)
 	fp.fail(QueryDCGM, true)
 	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
 	snap, ok := s.Tick(clk.t)
 	if !ok {
 		t.Fatal("no snapshot published")
@@ -292,6 +305,7 @@ func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
 	// Prometheus answers again: the next tick recovers.
 	fp.fail(QueryDCGM, false)
 	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
 	snap, _ = s.Tick(clk.t)
 	if snap.Err != "" {
 		t.Errorf("error %q after recovery", snap.Err)
@@ -305,7 +319,7 @@ func TestFleetPrometheusUnreachable(t *testing.T) {
 	fp := newFakeProm()
 	fp.fleet(20 * gib)
 	srv := httptest.NewServer(fp)
-	_, s, clk := newFleet(t, srv.URL, time.Hour)
+	src, s, clk := newFleet(t, srv.URL, time.Hour)
 	first := s.Once()
 	if len(first.Devices) != 4 {
 		t.Fatalf("%d devices, want 4", len(first.Devices))
@@ -313,6 +327,7 @@ func TestFleetPrometheusUnreachable(t *testing.T) {
 	srv.Close()
 	for i := range 3 {
 		clk.t = clk.t.Add(5 * time.Second)
+		src.Refresh(context.Background())
 		snap, _ := s.Tick(clk.t)
 		if snap.Err == "" || !strings.Contains(snap.Err, "prometheus at") {
 			t.Fatalf("tick %d: error %q, want Prometheus unreachable", i, snap.Err)
@@ -338,12 +353,12 @@ func TestFleetBackfillsHistory(t *testing.T) {
 	fp.fleet(20 * gib)
 	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC).Unix()
 	fp.ranges["max_over_time(vramtop_gpu_memory_used_bytes[5s])"] = []fakeRange{
-		{labels: lbl("", "Hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1 * gib}, {float64(start + 5), 25 * gib}, {float64(start + 10), 3 * gib}}},
+		{labels: lbl("", "hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1 * gib}, {float64(start + 5), 25 * gib}, {float64(start + 10), 3 * gib}}},
 	}
 	fp.ranges["max_over_time(DCGM_FI_DEV_FB_USED[5s]) * 1048576"] = []fakeRange{
 		// Also exported by vramtop for hostA:0; vramtop's wins.
-		{labels: lbl("", "Hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1}}},
-		{labels: lbl("", "Hostname", "hostB", "gpu", "0"), points: [][2]float64{{float64(start), 100 * mib}, {float64(start + 5), 200 * mib}}},
+		{labels: lbl("", "hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(start), 1}}},
+		{labels: lbl("", "hostname", "hostB", "gpu", "0"), points: [][2]float64{{float64(start), 100 * mib}, {float64(start + 5), 200 * mib}}},
 	}
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
@@ -366,7 +381,7 @@ func TestFleetStaleExporter(t *testing.T) {
 	fp := newFakeProm()
 	fp.fleet(20 * gib)
 	fp.series[QueryValues] = append(fp.series[QueryValues][:len(fp.series[QueryValues])-1],
-		fakeSeries{lbl("vramtop_up", "Hostname", "hostA"), 0})
+		fakeSeries{lbl("vramtop_up", "hostname", "hostA"), 0})
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
 	_, s, _ := newFleet(t, srv.URL, 0)
@@ -393,12 +408,13 @@ func TestFleetHostAppears(t *testing.T) {
 	fp.set(QueryDCGM)
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
-	_, s, clk := newFleet(t, srv.URL, 0)
+	src, s, clk := newFleet(t, srv.URL, 0)
 	if snap := s.Once(); len(snap.Devices) != 3 {
 		t.Fatalf("%d devices before hostB appears, want 3", len(snap.Devices))
 	}
 	fp.set(QueryDCGM, dcgm...)
 	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
 	snap, _ := s.Tick(clk.t)
 	if _, ok := snap.Device("hostB:0"); !ok || len(snap.Devices) != 4 {
 		t.Errorf("devices after hostB appears: %q", deviceIDs(snap))
@@ -407,13 +423,13 @@ func TestFleetHostAppears(t *testing.T) {
 
 func TestHostOf(t *testing.T) {
 	for _, tc := range []struct {
-		m    map[string]string
+		m    model.Metric
 		want string
 	}{
-		{map[string]string{"Hostname": "a", "hostname": "b", "instance": "c:1"}, "a"},
-		{map[string]string{"hostname": "b", "instance": "c:1"}, "b"},
-		{map[string]string{"instance": "node3:9400"}, "node3"},
-		{map[string]string{"instance": "[::1]:9400"}, "[::1]:9400"},
+		{model.Metric{"Hostname": "a", "hostname": "b", "instance": "c:1"}, "b"},
+		{model.Metric{"Hostname": "a", "instance": "c:1"}, "a"},
+		{model.Metric{"instance": "node3:9400"}, "node3"},
+		{model.Metric{"instance": "[::1]:9400"}, "[::1]:9400"},
 	} {
 		if got := HostOf(tc.m); got != tc.want {
 			t.Errorf("HostOf(%v) = %q, want %q", tc.m, got, tc.want)

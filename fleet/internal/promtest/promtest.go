@@ -85,6 +85,13 @@ func (l *lockedBuffer) String() string {
 // Output is what the process wrote so far (stdout and stderr, first MiB).
 func (p *Proc) Output() string { return p.out.String() }
 
+// Kill ends the process group at once (SIGKILL), as a crash would, and
+// waits for it.
+func (p *Proc) Kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {

@@ -1,0 +1,165 @@
+// Package alerthook runs a user's command when an advisor alert starts
+// (`--on-alert CMD`): CMD runs through `sh -c` with the alert as one JSON
+// document on its standard input, once per alert, rule and device (and
+// process), when it starts firing. Commands run one at a time from a
+// bounded queue, each within a timeout, so a slow or hanging command never
+// holds up sampling: when the queue is full the alert is dropped and
+// counted, with a warning.
+package alerthook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout  = 30 * time.Second
+	DefaultQueueLen = 64
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Hostname goes into each event.
+	Hostname string
+	// Timeout bounds one run of the command; DefaultTimeout when 0.
+	Timeout time.Duration
+	// QueueLen is how many alerts may wait for the command;
+	// DefaultQueueLen when 0.
+	QueueLen int
+	// Stderr receives the command's output and the runner's warnings.
+	Stderr io.Writer
+	// Name prefixes warnings ("vramtop serve").
+	Name string
+}
+
+// Event is what the command reads on its standard input: the alert's fields
+// and the host.
+type Event struct {
+	Hostname string `json:"hostname,omitempty"`
+	advisor.Alert
+}
+
+type key struct {
+	rule, dev string
+	pid       uint32
+}
+
+// Runner runs the command for alerts that start. Notify may be called from
+// one goroutine at a time; Run runs the commands.
+type Runner struct {
+	cmd   string
+	opts  Options
+	queue chan Event
+
+	active  map[key]bool
+	next    map[key]bool
+	dropped atomic.Uint64
+	ran     atomic.Uint64
+	outMu   sync.Mutex
+}
+
+// New returns a runner of the shell command cmd.
+func New(cmd string, opts Options) *Runner {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = DefaultQueueLen
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	if opts.Name == "" {
+		opts.Name = "vramtop"
+	}
+	return &Runner{cmd: cmd, opts: opts, queue: make(chan Event, opts.QueueLen), active: map[key]bool{}, next: map[key]bool{}}
+}
+
+// Notify takes the alerts in force after a snapshot and queues those that
+// were not in force after the previous one. It never blocks.
+func (r *Runner) Notify(alerts []advisor.Alert) {
+	clear(r.next)
+	for _, a := range alerts {
+		k := key{a.Rule, a.DeviceID, a.PID}
+		if r.next[k] {
+			continue
+		}
+		r.next[k] = true
+		if r.active[k] {
+			continue
+		}
+		select {
+		case r.queue <- Event{Hostname: r.opts.Hostname, Alert: a}:
+		default:
+			n := r.dropped.Add(1)
+			r.warnf("--on-alert: %d alerts waiting already; dropped %s on %s (%d dropped so far)", r.opts.QueueLen, a.Rule, a.DeviceID, n)
+		}
+	}
+	r.active, r.next = r.next, r.active
+}
+
+// Dropped is how many alerts were dropped because the queue was full.
+func (r *Runner) Dropped() uint64 { return r.dropped.Load() }
+
+// Ran is how many times the command has run to its end (or timeout).
+func (r *Runner) Ran() uint64 { return r.ran.Load() }
+
+// Run runs the command for each queued alert until ctx ends; a command
+// running then is stopped.
+func (r *Runner) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.queue:
+			r.runOne(ctx, ev)
+		}
+	}
+}
+
+func (r *Runner) runOne(ctx context.Context, ev Event) {
+	defer r.ran.Add(1)
+	doc, err := json.Marshal(ev)
+	if err != nil {
+		r.warnf("--on-alert: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", r.cmd)
+	c.Stdin = bytes.NewReader(append(doc, '\n'))
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	// A child that keeps the output open does not keep the runner.
+	c.WaitDelay = time.Second
+	err = c.Run()
+	if out.Len() > 0 {
+		r.outMu.Lock()
+		r.opts.Stderr.Write(out.Bytes())
+		r.outMu.Unlock()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.warnf("--on-alert: the command for %s on %s ran past %v and was stopped", ev.Rule, ev.DeviceID, r.opts.Timeout)
+	case ctx.Err() != nil:
+	case err != nil:
+		r.warnf("--on-alert: the command for %s on %s: %v", ev.Rule, ev.DeviceID, err)
+	}
+}
+
+func (r *Runner) warnf(format string, args ...any) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	fmt.Fprintf(r.opts.Stderr, r.opts.Name+": "+format+"\n", args...)
+}

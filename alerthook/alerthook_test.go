@@ -1,0 +1,157 @@
+package alerthook
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readEvents(t *testing.T, path string) []Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var evs []Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("the command read %q: %v", sc.Text(), err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+var (
+	full  = advisor.Alert{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "GPU 0 is 96% full"}
+	leak  = advisor.Alert{Rule: "leak_suspect", Severity: advisor.Warn, DeviceID: "1", PID: 4242}
+	other = advisor.Alert{Rule: "threshold", Severity: advisor.Warn, DeviceID: "1"}
+)
+
+// TestRunsOncePerAlertStart: the command gets each alert as JSON on its
+// standard input when the alert starts, not again while it stays in force,
+// and again when it starts anew.
+func TestRunsOncePerAlertStart(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "alerts.jsonl")
+	var stderr syncBuf
+	r := New("cat >> "+out, Options{Hostname: "node7", Stderr: &stderr})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	r.Notify([]advisor.Alert{full})
+	r.Notify([]advisor.Alert{full})
+	r.Notify([]advisor.Alert{full, leak, leak})
+	r.Notify(nil)
+	r.Notify([]advisor.Alert{full})
+	waitFor(t, "three runs", func() bool { return r.Ran() == 3 })
+	evs := readEvents(t, out)
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Rule+"@"+ev.DeviceID)
+		if ev.Hostname != "node7" {
+			t.Errorf("event hostname %q, want node7", ev.Hostname)
+		}
+	}
+	if strings.Join(got, " ") != "threshold@0 leak_suspect@1 threshold@0" {
+		t.Errorf("the command ran for %q, want threshold@0 leak_suspect@1 threshold@0", got)
+	}
+	if len(evs) > 0 && (evs[0].Message != full.Message || evs[0].Severity != advisor.Crit) {
+		t.Errorf("first event %+v, want the alert's message and severity", evs[0])
+	}
+	if len(evs) > 1 && evs[1].PID != 4242 {
+		t.Errorf("leak event pid %d, want 4242", evs[1].PID)
+	}
+	if s := stderr.String(); s != "" {
+		t.Errorf("warnings: %q", s)
+	}
+}
+
+// TestFullQueueDrops: with nobody running the commands, Notify still
+// returns at once; what does not fit is dropped, counted and warned about.
+func TestFullQueueDrops(t *testing.T) {
+	var stderr syncBuf
+	r := New("true", Options{QueueLen: 1, Stderr: &stderr, Name: "vramtop serve"})
+	returned := make(chan struct{})
+	go func() {
+		r.Notify([]advisor.Alert{full, leak, other})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Notify blocked on a full queue")
+	}
+	if n := r.Dropped(); n != 2 {
+		t.Errorf("%d dropped, want 2", n)
+	}
+	if s := stderr.String(); strings.Count(s, "\n") != 2 || !strings.Contains(s, "vramtop serve: --on-alert") || !strings.Contains(s, "(2 dropped so far)") {
+		t.Errorf("warnings %q, want two lines counting the drops", s)
+	}
+}
+
+// TestTimeout: a command that hangs is stopped after the timeout, and the
+// next alert's command still runs.
+func TestTimeout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "after")
+	var stderr syncBuf
+	r := New(`if grep -q leak_suspect; then sleep 30; else touch `+out+`; fi`, Options{Timeout: 300 * time.Millisecond, Stderr: &stderr})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	r.Notify([]advisor.Alert{leak})
+	r.Notify([]advisor.Alert{leak, full})
+	waitFor(t, "both runs", func() bool { return r.Ran() == 2 })
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("two runs took %v", el)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("the second command did not run: %v", err)
+	}
+	if s := stderr.String(); !strings.Contains(s, "ran past 300ms") {
+		t.Errorf("warnings %q, want the timeout's", s)
+	}
+}

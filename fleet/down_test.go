@@ -1,0 +1,258 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// dropHost removes a host's series from every answer of fp.
+func dropHost(fp *fakeProm, host string) {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	for q, ss := range fp.series {
+		var keep []fakeSeries
+		for _, x := range ss {
+			if x.labels["hostname"] != host {
+				keep = append(keep, x)
+			}
+		}
+		fp.series[q] = keep
+	}
+}
+
+// TestFleetHostDownKeepsLastValues: hostA's exporter dies; Prometheus
+// drops its series and says its target is down. hostA stays listed with
+// its last values, marked down since it was last seen.
+func TestFleetHostDownKeepsLastValues(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	src, s, clk := newFleet(t, srv.URL, 0)
+	seenAt := clk.t
+	if snap := s.Once(); len(snap.Devices) != 4 {
+		t.Fatalf("%d devices, want 4", len(snap.Devices))
+	}
+
+	dropHost(fp, "hostA")
+	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
+	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
+	snap, _ := s.Tick(clk.t)
+	if snap.Err != "" {
+		t.Fatalf("snapshot error %q", snap.Err)
+	}
+	if got := strings.Join(deviceIDs(snap), " "); got != "hostA:0 hostA:1 hostA:1/2 hostB:0" {
+		t.Fatalf("devices %q, want hostA's still listed", got)
+	}
+	want := "host down: exporter not answering since " + clockTime(seenAt, clk.t) + " (last values shown)"
+	for _, d := range snap.Devices {
+		switch d.Hostname {
+		case "hostA":
+			if d.Err != want || !IsHostDown(d) {
+				t.Errorf("%s: error %q, want %q", d.ID, d.Err, want)
+			}
+		case "hostB":
+			if d.Err != "" {
+				t.Errorf("%s: error %q on the live host", d.ID, d.Err)
+			}
+		}
+	}
+	if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || d.MemoryTotal != 80*gib {
+		t.Errorf("hostA:0 used %d of %d, want its last 20 GiB of 80", d.MemoryUsed, d.MemoryTotal)
+	}
+
+	// The exporter comes back: the host is live again.
+	fp.fleet(30 * gib)
+	fp.set(QueryTargetsDown)
+	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
+	snap, _ = s.Tick(clk.t)
+	if d, _ := snap.Device("hostA:0"); d.Err != "" || d.MemoryUsed != 30*gib {
+		t.Errorf("hostA:0 back: error %q, used %d; want none and 30 GiB", d.Err, d.MemoryUsed)
+	}
+}
+
+// TestFleetHostDownBeforeStart: a fleet view started after hostA's
+// exporter died (fleet --once) finds hostA's last values in Prometheus's
+// history, and when they were sampled.
+func TestFleetHostDownBeforeStart(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	all := map[string][]fakeSeries{}
+	for q, ss := range fp.series {
+		all[q] = ss
+	}
+	dropHost(fp, "hostA")
+	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
+	var last []fakeSeries
+	for _, q := range []string{QueryDevices, QueryValues} {
+		for _, x := range all[q] {
+			if x.labels["hostname"] == "hostA" && x.labels["gpu"] != "" {
+				last = append(last, x)
+			}
+		}
+	}
+	fp.prefixed["last_over_time("] = last
+	died := time.Date(2026, 11, 29, 11, 42, 7, 0, time.UTC)
+	fp.prefixed["max by (instance) (max_over_time(timestamp("] = []fakeSeries{
+		{map[string]string{"instance": "10.0.0.1:9400"}, float64(died.Unix())},
+	}
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	_, s, clk := newFleet(t, srv.URL, 0)
+	snap := s.Once()
+	if got := strings.Join(deviceIDs(snap), " "); got != "hostA:0 hostA:1 hostA:1/2 hostB:0" {
+		t.Fatalf("devices %q, want hostA's from the history", got)
+	}
+	want := "host down: exporter not answering since " + clockTime(died, clk.t) + " (last values shown)"
+	for _, id := range []string{"hostA:0", "hostA:1/2"} {
+		if d, _ := snap.Device(id); d.Err != want {
+			t.Errorf("%s: error %q, want %q", id, d.Err, want)
+		}
+	}
+	if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || d.MemoryTotal != 80*gib {
+		t.Errorf("hostA:0 used %d of %d, want the last 20 GiB of 80", d.MemoryUsed, d.MemoryTotal)
+	}
+	if d, _ := snap.Device("hostB:0"); d.Err != "" {
+		t.Errorf("hostB:0: error %q", d.Err)
+	}
+}
+
+// hanging is a Prometheus that accepts requests and never answers.
+func hanging() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// With the body read, the server notices the client going away.
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+}
+
+// TestFleetHangingPrometheus: the sampler never waits for a Prometheus
+// that does not answer; the first round ends at the timeout with one
+// clear error, and Close cancels what is in flight.
+func TestFleetHangingPrometheus(t *testing.T) {
+	srv := hanging()
+	defer srv.Close()
+	const timeout = 500 * time.Millisecond
+	src, err := Open(context.Background(), Config{URL: srv.URL, Interval: time.Second, History: time.Hour, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sampler.New(src, sampler.Config{Interval: time.Second, History: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// Before any answer: a snapshot at once, saying it is connecting.
+	snap := s.Once()
+	if len(snap.Devices) != 0 || len(snap.Warnings) == 0 || !strings.Contains(snap.Warnings[0], "connecting to Prometheus") {
+		t.Errorf("before any answer: %d devices, warnings %q; want none and connecting", len(snap.Devices), snap.Warnings)
+	}
+
+	// The first round gives up at the timeout (the history at three times
+	// it), with an error that says so.
+	start := time.Now()
+	src.WaitFirst(context.Background())
+	if el := time.Since(start); el > 3*timeout+2*time.Second {
+		t.Errorf("the first round took %v with a timeout of %v", el, timeout)
+	}
+	snap, _ = s.Tick(time.Now())
+	if !strings.Contains(snap.Err, "no answer within 500ms") {
+		t.Errorf("error %q, want no answer within the timeout", snap.Err)
+	}
+
+	// Close does not wait for the requests in flight.
+	src2, err := Open(context.Background(), Config{URL: srv.URL, Interval: time.Second, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a round in flight
+	closed := make(chan struct{})
+	go func() { src2.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits 10 s later for a query that has an hour to run")
+	}
+}
+
+// TestFleetAnswerTooLarge: an answer over MaxAnswerBytes (here 80 MiB of
+// whitespace inside the JSON) is refused, not decoded.
+func TestFleetAnswerTooLarge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[`)
+		chunk := []byte(strings.Repeat(" ", 1<<20))
+		for range 80 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `]}}`)
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Query(context.Background(), "up")
+	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "answer larger than 64 MiB") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v, want one line saying the answer is larger than 64 MiB", err)
+	}
+
+	// Exactly at the limit is fine (the limit is not off by one).
+	body := `{"status":"success","data":{"resultType":"vector","result":[]}}`
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body)
+	}))
+	defer srv2.Close()
+	c2, _ := NewClient(srv2.URL, &http.Client{Transport: limitedTransport{http.DefaultTransport, int64(len(body))}})
+	if _, err := c2.Query(context.Background(), "up"); err != nil {
+		t.Errorf("an answer of exactly the limit: %v", err)
+	}
+}
+
+// TestFleetHistoryRetried: the history cannot be read at first; the
+// banner says so, and clears once Prometheus answers the range queries.
+func TestFleetHistoryRetried(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	q := "max_over_time(vramtop_gpu_memory_used_bytes[5s])"
+	fp.fail(q, true)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	src, s, clk := newFleet(t, srv.URL, time.Hour)
+	snap := s.Once()
+	if len(snap.Warnings) == 0 || !strings.Contains(snap.Warnings[0], "history not read back") {
+		t.Fatalf("warnings %q, want the history one", snap.Warnings)
+	}
+	fp.fail(q, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clk.t = clk.t.Add(5 * time.Second)
+		src.Refresh(context.Background())
+		snap, _ = s.Tick(clk.t)
+		if len(snap.Warnings) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warnings %q 10 s after Prometheus answers again", snap.Warnings)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(snap.Devices) != 4 {
+		t.Errorf("%d devices, want 4", len(snap.Devices))
+	}
+	_ = fmt.Sprint
+}
