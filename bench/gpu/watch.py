@@ -39,6 +39,26 @@ def cpu_rss(pid):
     return ticks / os.sysconf("SC_CLK_TCK"), rss / 1024
 
 
+def memory_map(pid, top=6):
+    """Anonymous and file-backed RSS, and the largest mappings, in KiB."""
+    out = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("Rss", "Anonymous", "Pss_File", "Pss_Anon"):
+                out[k] = int(v.split()[0])
+    maps, name = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5 and ":" not in parts[0]:
+                name = parts[5] if len(parts) > 5 else "[anon]"
+            elif parts[0] == "Rss:":
+                maps[name] = maps.get(name, 0) + int(parts[1])
+    out["largest"] = sorted(maps.items(), key=lambda kv: -kv[1])[:top]
+    return out
+
+
 def measure(tools, seconds, settle=5.0, prof=None):
     """Run every tool at once; return {name: (cpu share, rss MiB)}."""
     runs = {}
@@ -55,6 +75,11 @@ def measure(tools, seconds, settle=5.0, prof=None):
     for n, r in runs.items():
         cpu, rss = cpu_rss(r.pid)
         out[n] = {"cpu_share": (cpu - c0[n]) / wall, "rss_mib": rss}
+        if n in ("vramtop 1 Hz", "nvtop", "before 1 Hz"):
+            try:
+                out[n]["memory_map"] = memory_map(r.pid)
+            except OSError:
+                pass
         r.stop()
     return out
 
@@ -192,6 +217,12 @@ def print_table(r):
     for phase in ("startup_idle", "startup_loaded"):
         for name, ts in r[phase].items():
             print(f"  {phase[8:]:<7} {name:<11} {statistics.median(ts):>6.1f}   runs {['%.0f' % t for t in ts]}")
+    print("\nWhere the memory is (KiB, with the processes)")
+    for name, row in r["loaded"].items():
+        mm = row.get("memory_map")
+        if mm:
+            big = ", ".join(f"{os.path.basename(k)} {v}" for k, v in mm["largest"])
+            print(f"  {name:<14} Rss {mm.get('Rss')} anon {mm.get('Anonymous')} file {mm.get('Pss_File')}: {big}")
     ks = r["key_ms"]
     print(f"\nKey press to the frame it changes, vramtop: median {statistics.median(ks):.1f} ms, "
           f"max {max(ks):.1f} ms   ({['%.0f' % k for k in ks]})")
