@@ -30,7 +30,7 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	if *example {
-		fmt.Fprint(stdout, config.Documented())
+		fmt.Fprint(stdout, config.Documented(defaults))
 		return 0
 	}
 	cfg, err := config.Load(os.Getenv)

@@ -27,24 +27,22 @@ import (
 
 // A Key is one setting.
 type Key struct {
-	Name string // in the file, and the flag it sets: "warn" is --warn
-	Env  string // its environment variable: VRAMTOP_WARN
-	// Example is a value to show in the documented file.
-	Example string
-	Doc     string
-	check   func(string) error
+	Name  string // in the file, and the flag it sets: "warn" is --warn
+	Env   string // its environment variable: VRAMTOP_WARN
+	Doc   string
+	check func(string) error
 }
 
 // Keys are every setting, in the order `vramtop config` prints them.
 func Keys() []Key {
 	return []Key{
-		{"warn", "VRAMTOP_WARN", "80", "warn when a GPU's memory use passes this percentage", checkPercent},
-		{"crit", "VRAMTOP_CRIT", "90", "critical when a GPU's memory use passes this percentage", checkPercent},
-		{"interval", "VRAMTOP_INTERVAL", `"1s"`, "how often device memory is sampled (50ms at the fastest)", checkDuration},
-		{"history", "VRAMTOP_HISTORY", `"1h"`, "how much history the live view and the exporter keep", checkDuration},
-		{"bell", "VRAMTOP_BELL", "false", "ring the terminal bell when a GPU turns critical", checkBool},
-		{"color", "VRAMTOP_COLOR", `"auto"`, "colours: auto (when the terminal has them), always or never; NO_COLOR=1 means never", checkColor},
-		{"listen", "VRAMTOP_LISTEN", `"127.0.0.1:9400"`, "the address vramtop serve listens on (\":9400\" for every interface)", checkListen},
+		{"warn", "VRAMTOP_WARN", "warn when a GPU's memory use passes this percentage", checkPercent},
+		{"crit", "VRAMTOP_CRIT", "critical when a GPU's memory use passes this percentage", checkPercent},
+		{"interval", "VRAMTOP_INTERVAL", "how often device memory is sampled (50ms at the fastest)", checkDuration},
+		{"history", "VRAMTOP_HISTORY", "how much history the live view and the exporter keep", checkDuration},
+		{"bell", "VRAMTOP_BELL", "ring the terminal bell when a GPU turns critical", checkBool},
+		{"color", "VRAMTOP_COLOR", "colours: auto (when the terminal has them), always or never; NO_COLOR=1 means never", checkColor},
+		{"listen", "VRAMTOP_LISTEN", "the address vramtop serve listens on (\":9400\" for every interface)", checkListen},
 	}
 }
 
@@ -252,16 +250,28 @@ func checkListen(s string) error {
 	return nil
 }
 
-// Documented is a config file that sets every key to its example value,
-// commented out, each with what it means.
-func Documented() string {
+// Documented is a config file that sets every key to its value in
+// defaults (as its flag takes it), commented out, each with what it means.
+func Documented(defaults map[string]string) string {
 	var b strings.Builder
 	b.WriteString("# vramtop's settings: $XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml),\n")
 	b.WriteString("# or the file $VRAMTOP_CONFIG names. Each key has an environment variable that wins over\n")
 	b.WriteString("# the file, and a flag of the same name that wins over both. `vramtop config` prints the\n")
 	b.WriteString("# values in effect and where each came from.\n")
 	for _, k := range Keys() {
-		fmt.Fprintf(&b, "\n# %s (%s)\n# %s = %s\n", k.Doc, k.Env, k.Name, k.Example)
+		fmt.Fprintf(&b, "\n# %s (%s)\n# %s = %s\n", k.Doc, k.Env, k.Name, tomlValue(defaults[k.Name]))
 	}
 	return b.String()
+}
+
+// tomlValue writes a flag's text as a TOML value: a number or a boolean
+// as it is, anything else as a string.
+func tomlValue(v string) string {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return v
+	}
+	if _, err := strconv.ParseBool(v); err == nil {
+		return v
+	}
+	return strconv.Quote(v)
 }

@@ -125,10 +125,12 @@ func TestBadEnvironment(t *testing.T) {
 	}
 }
 
-// The documented file is valid TOML once uncommented, and sets every key.
+// The documented file is valid TOML once uncommented, and sets every key
+// to the value given.
 func TestDocumentedFileIsValid(t *testing.T) {
+	defaults := map[string]string{"warn": "80", "crit": "90.5", "interval": "1s", "history": "1h0m0s", "bell": "false", "color": "auto", "listen": "127.0.0.1:9400"}
 	var lines []string
-	for _, l := range strings.Split(Documented(), "\n") {
+	for _, l := range strings.Split(Documented(defaults), "\n") {
 		if rest, ok := strings.CutPrefix(l, "# "); ok && strings.Contains(rest, " = ") {
 			lines = append(lines, rest)
 		}
@@ -139,6 +141,11 @@ func TestDocumentedFileIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(s.Values) != len(Keys()) {
-		t.Errorf("the documented file sets %d keys of %d:\n%s", len(s.Values), len(Keys()), Documented())
+		t.Errorf("the documented file sets %d keys of %d:\n%s", len(s.Values), len(Keys()), Documented(defaults))
+	}
+	for k, want := range defaults {
+		if v, _ := s.Get(k); v.Value != want {
+			t.Errorf("%s = %q in the documented file, want %q", k, v.Value, want)
+		}
 	}
 }
