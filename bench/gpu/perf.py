@@ -175,7 +175,9 @@ def spikes(binary, work, seconds=30, size_mib=20 * 1024):
 
 def record_peaks(path):
     """(t, t, used MiB) for every sample of GPU 0 in a `vramtop record` file:
-    each line's "h" holds the samples taken since the previous line."""
+    each line's "h" holds the samples taken since the previous line. Format 1
+    and keyframes list devices under "d" (by "id"); format 2's deltas under
+    "dd" (by index "i")."""
     from datetime import datetime
     out = []
     for line in open(path):
@@ -183,13 +185,19 @@ def record_peaks(path):
             r = json.loads(line)
         except ValueError:
             continue
-        if "d" not in r or not r["d"]:
+        d = None
+        for e in r.get("d") or []:
+            if e.get("id") == "0":
+                d = e
+        for e in r.get("dd") or []:
+            if e.get("i") == 0:
+                d = e
+        if d is None:
             continue
-        d = r["d"][0]
         if d.get("h"):
             for ns, v in d["h"]:
                 out.append((ns / 1e9, ns / 1e9, v / MiB))
-        else:
+        elif "used" in d:
             t = datetime.fromisoformat(r["t"].replace("Z", "+00:00")).timestamp()
             out.append((t, t, d["used"] / MiB))
     return out
