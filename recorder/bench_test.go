@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/demo"
-	"github.com/vramtop/vramtop/recorder/internal/synth"
+	"github.com/vramtop/vramtop/internal/recsynth"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -26,9 +26,9 @@ func BenchmarkRecordingSize(b *testing.B) {
 	}{
 		{"demo-5GPUs-1s-1h", func() sampler.Source { return demo.New(t0) }, time.Second, time.Hour},
 		{"demo-5GPUs-50ms-10m", func() sampler.Source { return demo.New(t0) }, 50 * time.Millisecond, 10 * time.Minute},
-		{"8x100-steps10m-1s-1h", func() sampler.Source { return synth.New(8, 100, t0, 10*time.Minute) }, time.Second, time.Hour},
-		{"8x100-steps1h-1s-1h", func() sampler.Source { return synth.New(8, 100, t0, time.Hour) }, time.Second, time.Hour},
-		{"8x100-steps10m-50ms-10m", func() sampler.Source { return synth.New(8, 100, t0, 10*time.Minute) }, 50 * time.Millisecond, 10 * time.Minute},
+		{"8x100-steps10m-1s-1h", func() sampler.Source { return recsynth.New(8, 100, t0, 10*time.Minute) }, time.Second, time.Hour},
+		{"8x100-steps1h-1s-1h", func() sampler.Source { return recsynth.New(8, 100, t0, time.Hour) }, time.Second, time.Hour},
+		{"8x100-steps10m-50ms-10m", func() sampler.Source { return recsynth.New(8, 100, t0, 10*time.Minute) }, 50 * time.Millisecond, 10 * time.Minute},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for _, ext := range []string{".jsonl", ".jsonl.gz"} {
@@ -38,7 +38,7 @@ func BenchmarkRecordingSize(b *testing.B) {
 					var lines int
 					for b.Loop() {
 						os.Remove(path)
-						n, err := synth.Record(path, c.src(), t0, c.interval, sampler.DefaultHistory, c.span)
+						n, err := recsynth.Record(path, c.src(), t0, c.interval, sampler.DefaultHistory, c.span)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -41,57 +41,159 @@ import (
 const MaxKeyframeGap = 10 * time.Minute
 
 // Delta is a delta line as read: the keyframe it refers to and the devices
-// that differ, kept raw until applied to the keyframe by Expand.
+// that differ, applied to the keyframe by Expand.
 type Delta struct {
-	T        time.Time `json:"t"`
-	Seq      uint64    `json:"seq,omitempty"`
-	Key      int64     `json:"kf"`
-	Poll     int64     `json:"pl,omitempty"`
-	Interval Duration  `json:"interval,omitempty"`
-	Devices  DevDeltas `json:"dd"`
-	Warnings Strings   `json:"w,omitempty"`
-	Err      string    `json:"err,omitempty"`
+	T        time.Time  `json:"t"`
+	Seq      uint64     `json:"seq,omitempty"`
+	Key      int64      `json:"kf"`
+	Poll     int64      `json:"pl,omitempty"`
+	Interval Duration   `json:"interval,omitempty"`
+	Devices  []DevPatch `json:"dd"`
+	Warnings []string   `json:"w,omitempty"`
+	Err      string     `json:"err,omitempty"`
 }
 
-// DevDelta is one device of a delta line.
-type DevDelta struct {
-	I     int        `json:"i"`
-	Clear Strings    `json:"clr"`
-	Procs ProcDeltas `json:"dp"`
-	Gone  Ints       `json:"gone"`
-	Order Ints       `json:"ord"`
-	raw   []byte
+// DevPatch is one device of a delta line: the fields it states (set) and
+// those it clears, its processes that differ, gone and their order.
+type DevPatch struct {
+	I          int         `json:"i"`
+	Total      *uint64     `json:"tot"`
+	Used       *uint64     `json:"used"`
+	Free       *uint64     `json:"free"`
+	Res        *uint64     `json:"res"`
+	Unatt      *uint64     `json:"una"`
+	Util       *float64    `json:"util"`
+	Temp       *int        `json:"temp"`
+	Power      *float64    `json:"pw"`
+	Err        *string     `json:"err"`
+	RecentPeak *uint64     `json:"rp"`
+	H          *Samples    `json:"h"`
+	Clear      []string    `json:"clr"`
+	Procs      []ProcPatch `json:"dp"`
+	Gone       []int       `json:"gone"`
+	Order      []int       `json:"ord"`
 }
 
-// ProcDelta is one process of a DevDelta.
-type ProcDelta struct {
-	I     int     `json:"i"`
-	New   bool    `json:"n"`
-	Clear Strings `json:"clr"`
-	raw   []byte
+// ProcPatch is one process of a DevPatch: one of the keyframe's (I) with
+// the fields that differ, or a new one (New) in full.
+type ProcPatch struct {
+	I         int      `json:"i"`
+	New       bool     `json:"n"`
+	PID       *uint32  `json:"pid"`
+	User      *string  `json:"user"`
+	UID       *uint32  `json:"uid"`
+	Command   *string  `json:"cmd"`
+	Used      *uint64  `json:"used"`
+	Type      *string  `json:"type"`
+	Container *string  `json:"ct"`
+	Visible   *bool    `json:"vis"`
+	Start     *int64   `json:"st"`
+	Util      *float64 `json:"util"`
+	FirstSeen *int64   `json:"fs"`
+	LastSeen  *int64   `json:"ls"`
+	Peak      *uint64  `json:"pk"`
+	Exited    *bool    `json:"x"`
+	H         *Samples `json:"h"`
+	Clear     []string `json:"clr"`
 }
 
-// UnmarshalJSON keeps the raw object for Expand.
-func (d *DevDelta) UnmarshalJSON(b []byte) error {
-	type plain DevDelta
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
 	}
-	*d = DevDelta(p)
-	d.raw = b
+}
+
+func setPtr[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
+}
+
+func (p *DevPatch) apply(d *DevRec) error {
+	for _, f := range p.Clear {
+		switch f {
+		case "tot":
+			d.Total = 0
+		case "used":
+			d.Used = 0
+		case "free":
+			d.Free = 0
+		case "res":
+			d.Res = nil
+		case "una":
+			d.Unatt = nil
+		case "util":
+			d.Util = nil
+		case "temp":
+			d.Temp = nil
+		case "pw":
+			d.Power = nil
+		case "err":
+			d.Err = ""
+		case "rp":
+			d.RecentPeak = nil
+		default:
+			return errorf("unknown device field %q to clear", f)
+		}
+	}
+	set(&d.Total, p.Total)
+	set(&d.Used, p.Used)
+	set(&d.Free, p.Free)
+	setPtr(&d.Res, p.Res)
+	setPtr(&d.Unatt, p.Unatt)
+	setPtr(&d.Util, p.Util)
+	setPtr(&d.Temp, p.Temp)
+	setPtr(&d.Power, p.Power)
+	set(&d.Err, p.Err)
+	setPtr(&d.RecentPeak, p.RecentPeak)
+	d.H = p.H
 	return nil
 }
 
-// UnmarshalJSON keeps the raw object for Expand.
-func (d *ProcDelta) UnmarshalJSON(b []byte) error {
-	type plain ProcDelta
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+func (p *ProcPatch) apply(r *ProcRec) error {
+	for _, f := range p.Clear {
+		switch f {
+		case "user":
+			r.User = ""
+		case "uid":
+			r.UID = nil
+		case "cmd":
+			r.Command = ""
+		case "used":
+			r.Used = nil
+		case "type":
+			r.Type = ""
+		case "ct":
+			r.Container = ""
+		case "vis":
+			r.Visible = false
+		case "util":
+			r.Util = nil
+		case "fs":
+			r.FirstSeen = 0
+		case "pk":
+			r.Peak = 0
+		case "x":
+			r.Exited = false
+		default:
+			return errorf("unknown process field %q to clear", f)
+		}
 	}
-	*d = ProcDelta(p)
-	d.raw = b
+	set(&r.PID, p.PID)
+	set(&r.User, p.User)
+	setPtr(&r.UID, p.UID)
+	set(&r.Command, p.Command)
+	setPtr(&r.Used, p.Used)
+	set(&r.Type, p.Type)
+	set(&r.Container, p.Container)
+	set(&r.Visible, p.Visible)
+	set(&r.Start, p.Start)
+	setPtr(&r.Util, p.Util)
+	set(&r.FirstSeen, p.FirstSeen)
+	set(&r.LastSeen, p.LastSeen)
+	set(&r.Peak, p.Peak)
+	set(&r.Exited, p.Exited)
+	r.H = p.H
 	return nil
 }
 
@@ -105,12 +207,13 @@ func Expand(kf *Record, d *Delta) (Record, error) {
 		r.Devices[i] = dev
 	}
 	done := make([]bool, len(kf.Devices))
-	for _, dd := range d.Devices {
+	for k := range d.Devices {
+		dd := &d.Devices[k]
 		if dd.I < 0 || dd.I >= len(kf.Devices) || done[dd.I] {
 			return Record{}, errorf("device index %d is not one of the keyframe's %d", dd.I, len(kf.Devices))
 		}
 		done[dd.I] = true
-		dev, err := expandDev(&kf.Devices[dd.I], &dd)
+		dev, err := expandDev(&kf.Devices[dd.I], dd)
 		if err != nil {
 			return Record{}, err
 		}
@@ -126,7 +229,7 @@ func Expand(kf *Record, d *Delta) (Record, error) {
 		if !done[i] {
 			dev.Procs = slices.Clone(dev.Procs)
 			for j := range dev.Procs {
-				dev.Procs[j].LastSeen = 0
+				dev.Procs[j].LastSeen, dev.Procs[j].H = 0, nil
 			}
 			r.Devices[i] = dev
 		}
@@ -143,9 +246,10 @@ func Expand(kf *Record, d *Delta) (Record, error) {
 	return r, nil
 }
 
-func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
-	dev := cloneDev(kf)
-	if err := overlay(&dev, dd.raw, dd.Clear, devFields); err != nil {
+func expandDev(kf *DevRec, dd *DevPatch) (DevRec, error) {
+	dev := *kf
+	dev.H, dev.Procs = nil, nil
+	if err := dd.apply(&dev); err != nil {
 		return DevRec{}, err
 	}
 	gone := make([]bool, len(kf.Procs))
@@ -161,10 +265,11 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 		procs[i].H, procs[i].LastSeen = nil, 0
 	}
 	var added []ProcRec
-	for _, pd := range dd.Procs {
+	for k := range dd.Procs {
+		pd := &dd.Procs[k]
 		if pd.New {
 			var p ProcRec
-			if err := json.Unmarshal(pd.raw, &p); err != nil {
+			if err := pd.apply(&p); err != nil {
 				return DevRec{}, err
 			}
 			added = append(added, p)
@@ -173,12 +278,9 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 		if pd.I < 0 || pd.I >= len(kf.Procs) || gone[pd.I] {
 			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", pd.I, len(kf.Procs))
 		}
-		p := cloneProc(&kf.Procs[pd.I])
-		p.LastSeen = 0
-		if err := overlay(&p, pd.raw, pd.Clear, procFields); err != nil {
+		if err := pd.apply(&procs[pd.I]); err != nil {
 			return DevRec{}, err
 		}
-		procs[pd.I] = p
 	}
 	list := make([]ProcRec, 0, len(procs)+len(added))
 	for i, p := range procs {
@@ -211,44 +313,6 @@ func expandDev(kf *DevRec, dd *DevDelta) (DevRec, error) {
 	}
 	dev.Procs = list
 	return dev, nil
-}
-
-// overlay decodes the fields present in raw over *v and zeroes those named
-// in clear.
-func overlay[T any](v *T, raw []byte, clear []string, fs fieldSet) error {
-	rv := reflect.ValueOf(v).Elem()
-	for _, name := range clear {
-		f, ok := fs.byTag[name]
-		if !ok {
-			return errorf("unknown field %q to clear", name)
-		}
-		fv := rv.Field(f)
-		fv.Set(reflect.Zero(fv.Type()))
-	}
-	return json.Unmarshal(raw, v)
-}
-
-func cloneDev(d *DevRec) DevRec {
-	c := *d
-	c.Res, c.Unatt, c.Util = clonePtr(d.Res), clonePtr(d.Unatt), clonePtr(d.Util)
-	c.Temp, c.Power, c.RecentPeak = clonePtr(d.Temp), clonePtr(d.Power), clonePtr(d.RecentPeak)
-	c.H, c.Procs = nil, nil
-	return c
-}
-
-func cloneProc(p *ProcRec) ProcRec {
-	c := *p
-	c.UID, c.Used, c.Util = clonePtr(p.UID), clonePtr(p.Used), clonePtr(p.Util)
-	c.H = nil
-	return c
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // fieldSet lists the fields of a struct that a delta compares, by their

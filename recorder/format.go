@@ -62,8 +62,8 @@ type Header struct {
 	History  Duration `json:"history"`
 	// ProcessInterval is the process-list floor, where it is not the
 	// default (vramtop run lists processes every 250 ms).
-	ProcessInterval Duration `json:"process_interval,omitempty"`
-	Devices         DevInfos `json:"devices"`
+	ProcessInterval Duration     `json:"process_interval,omitempty"`
+	Devices         []DeviceInfo `json:"devices"`
 }
 
 // DeviceInfo is the static part of a device.
@@ -87,8 +87,8 @@ type Record struct {
 	Key bool `json:"key,omitempty"`
 	// Interval is the interval in force when it differs from the header's.
 	Interval Duration `json:"interval,omitempty"`
-	Devices  DevRecs  `json:"d"`
-	Warnings Strings  `json:"w,omitempty"`
+	Devices  []DevRec `json:"d"`
+	Warnings []string `json:"w,omitempty"`
 	Err      string   `json:"err,omitempty"`
 }
 
@@ -109,8 +109,8 @@ type DevRec struct {
 	RecentPeak *uint64 `json:"rp,omitempty"`
 	// H lists the history samples taken since the device's previous line;
 	// nil means just (T, Used).
-	H     *Samples `json:"h,omitempty"`
-	Procs ProcRecs `json:"p,omitempty"`
+	H     *Samples  `json:"h,omitempty"`
+	Procs []ProcRec `json:"p,omitempty"`
 }
 
 // ProcRec is one process on a device in a Record.

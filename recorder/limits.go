@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,14 +15,16 @@ const (
 	// MaxLine is the longest line read; a keyframe of 8 GPUs × 1000
 	// processes is about 1.5 MiB.
 	MaxLine = 4 << 20
-	// MaxDevices is the most devices one line lists.
-	MaxDevices = 1024
-	// MaxProcesses is the most processes one device of a line lists.
-	MaxProcesses = 16384
-	// MaxSamples is the most history samples in one list.
-	MaxSamples = 1 << 20
-	// MaxStrings is the most warnings (or field names) in one list.
-	MaxStrings = 1024
+	// MaxObjects is the most objects (devices, processes) in one line:
+	// 8 GPUs × 1000 processes are 8009.
+	MaxObjects = 1 << 16
+	// MaxElements is the most elements of lists other than history
+	// samples in one line.
+	MaxElements = 1 << 16
+	// MaxSamples is the most history samples in one line (a line of
+	// MaxLine holds about 120000).
+	MaxSamples = 1 << 17
+	maxDepth   = 16
 )
 
 // ErrLimit is wrapped by the errors of lines beyond the limits.
@@ -29,125 +32,128 @@ var ErrLimit = errors.New("over the limit")
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
-// countElems counts the elements of the JSON array b (valid JSON, as
-// encoding/json hands it to UnmarshalJSON); -1 when b is not an array.
-func countElems(b []byte) int {
-	i := 0
-	for i < len(b) && isSpace(b[i]) {
-		i++
+// Limits checks that the line b stays within the limits before it is
+// decoded, in one pass that allocates nothing: at most MaxObjects objects,
+// MaxElements elements of lists other than history samples, MaxSamples
+// samples ([time, value] pairs) and a nesting depth of maxDepth; its
+// brackets and strings must balance. What encoding/json then builds from
+// it is bounded by these counts.
+func Limits(b []byte) error {
+	if len(b) > MaxLine {
+		return fmt.Errorf("line longer than %d MiB: %w", MaxLine>>20, ErrLimit)
 	}
-	if i == len(b) || b[i] != '[' {
-		return -1
+	type list struct {
+		n, pairs, numbers int
+		obj               bool // an object, not a list
+		value             bool // a value has started since the last comma
 	}
-	// An empty list: the next non-space byte closes it.
-	j := i + 1
-	for j < len(b) && isSpace(b[j]) {
-		j++
-	}
-	if j < len(b) && b[j] == ']' {
-		return 0
-	}
-	depth, n, inStr := 0, 1, false
-	for ; i < len(b); i++ {
-		c := b[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
+	var stack [maxDepth]list
+	depth, objects, elements, samples := 0, 0, 0, 0
+	open := func(obj bool) error {
+		if depth > 0 && !stack[depth-1].obj && !stack[depth-1].value {
+			stack[depth-1].value = true
+			stack[depth-1].n++
 		}
+		if depth == maxDepth {
+			return fmt.Errorf("nested deeper than %d: %w", maxDepth, ErrLimit)
+		}
+		stack[depth] = list{obj: obj}
+		depth++
+		return nil
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
 		case '"':
-			inStr = true
-		case '[', '{':
-			depth++
-		case ']', '}':
+			if depth > 0 && !stack[depth-1].obj && !stack[depth-1].value {
+				stack[depth-1].value = true
+				stack[depth-1].n++
+			}
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(b) {
+				return errors.New("a string is not closed")
+			}
+		case '{':
+			objects++
+			if err := open(true); err != nil {
+				return err
+			}
+		case '[':
+			if err := open(false); err != nil {
+				return err
+			}
+		case '}', ']':
+			if depth == 0 || stack[depth-1].obj != (c == '}') {
+				return errors.New("brackets do not match")
+			}
 			depth--
-			if depth == 0 {
-				return n
+			l := stack[depth]
+			if l.obj {
+				break
+			}
+			switch {
+			case l.n == 2 && l.numbers == 2:
+				// a [time, value] pair: counted by its list
+				if depth > 0 {
+					stack[depth-1].pairs++
+				}
+			case l.n > 0 && l.pairs == l.n:
+				samples += l.n
+			default:
+				elements += l.n
 			}
 		case ',':
-			if depth == 1 {
-				n++
+			if depth > 0 {
+				stack[depth-1].value = false
+			}
+		default:
+			if depth > 0 && !stack[depth-1].obj {
+				if !stack[depth-1].value {
+					stack[depth-1].value = true
+					stack[depth-1].n++
+					if c == '-' || c >= '0' && c <= '9' {
+						stack[depth-1].numbers++
+					}
+				}
 			}
 		}
 	}
-	return n
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// decodeList decodes the JSON array b into *out after checking that it
-// holds at most limit elements.
-func decodeList[T any](b []byte, out *[]T, limit int, what string) error {
-	n := countElems(b)
-	if n < 0 {
-		if string(b) == "null" {
-			*out = nil
-			return nil
-		}
-		return fmt.Errorf("%s: not a list", what)
+	switch {
+	case depth != 0:
+		return errors.New("brackets do not match (the line is cut short?)")
+	case objects > MaxObjects:
+		return fmt.Errorf("%d objects, more than the %d allowed: %w", objects, MaxObjects, ErrLimit)
+	case elements > MaxElements:
+		return fmt.Errorf("lists of %d elements, more than the %d allowed: %w", elements, MaxElements, ErrLimit)
+	case samples > MaxSamples:
+		return fmt.Errorf("%d history samples, more than the %d allowed: %w", samples, MaxSamples, ErrLimit)
 	}
-	if n > limit {
-		return fmt.Errorf("%d %s in one list, more than the %d allowed: %w", n, what, limit, ErrLimit)
-	}
-	list := make([]T, 0, n)
-	if err := json.Unmarshal(b, &list); err != nil {
-		return err
-	}
-	*out = list
 	return nil
 }
 
-// DevRecs, ProcRecs, DevDeltas, ProcDeltas, Strings and Ints are lists
-// decoded within the limits.
-type (
-	DevRecs    []DevRec
-	ProcRecs   []ProcRec
-	DevDeltas  []DevDelta
-	ProcDeltas []ProcDelta
-	Strings    []string
-	Ints       []int
-	DevInfos   []DeviceInfo
-)
-
-// UnmarshalJSON decodes at most MaxDevices devices.
-func (l *DevRecs) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]DevRec)(l), MaxDevices, "devices")
+// DecodeRecord decodes a whole record line within the limits.
+func DecodeRecord(b []byte, r *Record) error {
+	if err := Limits(b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, r)
 }
 
-// UnmarshalJSON decodes at most MaxProcesses processes.
-func (l *ProcRecs) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]ProcRec)(l), MaxProcesses, "processes")
+// DecodeDelta decodes a delta line within the limits.
+func DecodeDelta(b []byte, d *Delta) error {
+	if err := Limits(b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, d)
 }
 
-// UnmarshalJSON decodes at most MaxDevices devices.
-func (l *DevDeltas) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]DevDelta)(l), MaxDevices, "devices")
-}
-
-// UnmarshalJSON decodes at most MaxProcesses processes.
-func (l *ProcDeltas) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]ProcDelta)(l), MaxProcesses, "processes")
-}
-
-// UnmarshalJSON decodes at most MaxStrings strings.
-func (l *Strings) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]string)(l), MaxStrings, "strings")
-}
-
-// UnmarshalJSON decodes at most MaxProcesses numbers.
-func (l *Ints) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]int)(l), MaxProcesses, "numbers")
-}
-
-// UnmarshalJSON decodes at most MaxDevices devices.
-func (l *DevInfos) UnmarshalJSON(b []byte) error {
-	return decodeList(b, (*[]DeviceInfo)(l), MaxDevices, "devices")
-}
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // UnmarshalJSON reads [[t,v],…] (at most MaxSamples) without going
 // through encoding/json for each sample.
@@ -156,14 +162,7 @@ func (s *Samples) UnmarshalJSON(b []byte) error {
 		*s = nil
 		return nil
 	}
-	n := countElems(b)
-	if n < 0 {
-		return errors.New("history samples: not a list")
-	}
-	if n > MaxSamples {
-		return fmt.Errorf("%d history samples in one list, more than the %d allowed: %w", n, MaxSamples, ErrLimit)
-	}
-	out := make(Samples, 0, n)
+	out := make(Samples, 0, max(0, bytes.Count(b, []byte{']'})-1))
 	p := parser{b: b}
 	p.skip()
 	if !p.eat('[') {

@@ -69,16 +69,20 @@ func allocated(f func()) uint64 {
 func TestHostileLinesAreDecodedWithinLimits(t *testing.T) {
 	ts := `{"t":"2026-03-14T02:55:04Z","d":`
 	numbers := []byte(ts + "[" + strings.Repeat("1,", 5<<20) + "1]}")
+	numbers3 := []byte(ts + "[" + strings.Repeat("1,", 3<<19) + "1]}")
 	objects := []byte(ts + "[" + strings.Repeat("{},", 1<<20) + "{}]}")
 	samples := []byte(ts + `[{"id":"0","tot":1,"used":1,"free":0,"h":[` + strings.Repeat("[1,2],", 1<<19) + "[1,2]]}]}")
+	early := []byte(ts + `[{"id":"0","tot":1,"used":1,"free":0,"h":[` + strings.Repeat("[1,2],", 999) + "[1,2]]}]}")
 	for _, c := range []struct {
 		name string
 		line []byte
 		want string
 	}{
 		{"10 MB of numbers", numbers, "rec.jsonl:6: line longer than 4 MiB; skipped"},
-		{"3 MB of {}", objects, "rec.jsonl:6: damaged line skipped: 1048577 devices in one list, more than the 1024 allowed"},
-		{"3 MB of samples", samples, "rec.jsonl:6: damaged line skipped: device 0: a history sample at 1 ns is not a time of a recording"},
+		{"3 MB of numbers", numbers3, "rec.jsonl:6: damaged line skipped: lists of 1572865 elements, more than the 65536 allowed"},
+		{"3 MB of {}", objects, "rec.jsonl:6: damaged line skipped: 1048578 objects, more than the 65536 allowed"},
+		{"3 MB of samples", samples, "rec.jsonl:6: damaged line skipped: 524289 history samples, more than the 131072 allowed"},
+		{"samples of 1970", early, "rec.jsonl:6: damaged line skipped: device 0: a history sample at 1 ns is not a time of a recording"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path, n := hostile(t, c.line)

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,6 +184,54 @@ type head struct {
 	KF     *int64    `json:"kf"`
 }
 
+// readHead reads the head of a snapshot line as the recorder writes it,
+// {"t":"RFC 3339","seq":N,"key":true or "kf":N, …, without decoding the
+// rest; ok is false for a line that does not start so.
+func readHead(b []byte) (h head, ok bool) {
+	const pre = `{"t":"`
+	if !bytes.HasPrefix(b, []byte(pre)) {
+		return h, false
+	}
+	b = b[len(pre):]
+	end := bytes.IndexByte(b, '"')
+	if end < 0 {
+		return h, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b[:end]))
+	if err != nil {
+		return h, false
+	}
+	h.T, b = t, b[end+1:]
+	num := func(name string) (int64, bool) {
+		if !bytes.HasPrefix(b, []byte(`,"`+name+`":`)) {
+			return 0, false
+		}
+		rest := b[len(name)+4:]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		v, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		b = rest[n:]
+		return v, true
+	}
+	if v, ok := num("seq"); ok {
+		h.Seq = uint64(v)
+	}
+	switch {
+	case bytes.HasPrefix(b, []byte(`,"key":true`)):
+		h.Key = true
+	default:
+		if v, ok := num("kf"); ok {
+			h.KF = &v
+		}
+	}
+	return h, true
+}
+
 func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 	line := bytes.TrimRight(raw, " \t\r\n")
 	lead := len(line)
@@ -193,6 +242,10 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 	}
 	if len(line) > recorder.MaxLine {
 		p.warnf(p.line, "line longer than %d MiB; skipped", recorder.MaxLine>>20)
+		return
+	}
+	if err := recorder.Limits(line); err != nil {
+		p.warnf(p.line, "damaged line skipped: %v", err)
 		return
 	}
 	if bytes.HasPrefix(line, []byte(`{"format"`)) {
@@ -213,10 +266,13 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		p.key = -1 // a header starts the keyframes over
 		return
 	}
-	var hd head
-	if err := json.Unmarshal(line, &hd); err != nil {
-		p.warnf(p.line, "damaged line skipped: %v", shortErr(err))
-		return
+	hd, ok := readHead(line)
+	if !ok {
+		// Not as the recorder writes it: decode what the index needs.
+		if err := json.Unmarshal(line, &hd); err != nil {
+			p.warnf(p.line, "damaged line skipped: %v", shortErr(err))
+			return
+		}
 	}
 	switch {
 	case hd.T.IsZero():

@@ -3,7 +3,6 @@ package replay
 import (
 	"bufio"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,16 +136,15 @@ func config(h *recorder.Header) (interval, history time.Duration, devCap, procCa
 }
 
 // from returns the line to start rebuilding snapshot i from: far enough
-// back that every history window of line i is complete. Each line adds a
-// sample to each device's history, so a device window needs at most its
-// capacity in lines; a process window spans at most the history (with a
-// margin for late samples) in time.
+// back that every history window of line i is complete. A window holds its
+// ring's capacity of samples, taken at least the header's interval apart
+// (the process lists at least their floor apart): it spans the history,
+// plus a margin for late samples. (A sampler slowed down while recording
+// spans more; its oldest samples are then left out.)
 func (r *Recording) from(i int) int {
-	_, history, devCap, _ := config(r.headers[r.lines[i].hdr])
-	byCount := i - devCap
+	_, history, _, _ := config(r.headers[r.lines[i].hdr])
 	t := r.lines[i].t - int64(history+history/4)
-	byTime := sort.Search(len(r.lines), func(j int) bool { return r.lines[j].t >= t })
-	return max(0, min(byCount, byTime))
+	return sort.Search(len(r.lines), func(j int) bool { return r.lines[j].t >= t })
 }
 
 // Snapshot rebuilds snapshot i as the sampler published it, its history
@@ -241,7 +239,7 @@ func (r *Recording) decode(c *cursor, e entry) (recorder.Record, error) {
 	}
 	if e.kf < 0 {
 		var rec recorder.Record
-		err := json.Unmarshal(b, &rec)
+		err := recorder.DecodeRecord(b, &rec)
 		return rec, err
 	}
 	if c.kfIdx != e.kf {
@@ -251,13 +249,13 @@ func (r *Recording) decode(c *cursor, e entry) (recorder.Record, error) {
 			return recorder.Record{}, err
 		}
 		var kf recorder.Record
-		if err := json.Unmarshal(kb, &kf); err != nil {
+		if err := recorder.DecodeRecord(kb, &kf); err != nil {
 			return recorder.Record{}, fmt.Errorf("its keyframe (line %d) is damaged: %v", k.line, err)
 		}
 		c.kf, c.kfIdx = kf, e.kf
 	}
 	var d recorder.Delta
-	if err := json.Unmarshal(b, &d); err != nil {
+	if err := recorder.DecodeDelta(b, &d); err != nil {
 		return recorder.Record{}, err
 	}
 	return recorder.Expand(&c.kf, &d)

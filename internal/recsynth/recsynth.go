@@ -1,4 +1,4 @@
-// Package synth is a made-up GPU source for the recorder's and replay's
+// Package recsynth is a made-up GPU source for the recorder's and replay's
 // benchmarks: a busy node of G GPUs with P processes each.
 //
 // On each GPU one process trains (its memory and utilization change every
@@ -7,7 +7,7 @@
 // spread over that step. Device memory is the processes' sum plus a
 // driver reserve, so it changes every sample. Times come from the caller's
 // clock, so an hour of it is written in seconds.
-package synth
+package recsynth
 
 import (
 	"fmt"
