@@ -180,31 +180,40 @@ var (
 
 func acceptPyMemoryError(c anchorCtx) bool { return pyMemoryErrorLine.MatchString(c.line) }
 
+// parseHostRAM reads a host-memory message without numbers (Python's
+// MemoryError and Errno 12, the JVM's OutOfMemoryError).
 func parseHostRAM(seg, line string, e *Explanation) {
 	e.Kind = "host"
-	seg = head(seg, 400)
-	switch {
-	case strings.Contains(seg[:min(len(seg), 120)], "Unable") || strings.Contains(seg[:min(len(seg), 60)], "_exceptions"):
-		e.Framework = "numpy"
-		if g := numpyAlloc.FindStringSubmatch(seg); g != nil {
-			if g[1] != "" {
-				if v, ok := toBytes(g[1], g[2]); ok {
-					e.RequestedBytes = &v
-				}
+	e.key = "host|" + e.Framework
+}
+
+func parseNumPy(seg, line string, e *Explanation) {
+	parseHostRAM(seg, line, e)
+	if g := numpyAlloc.FindStringSubmatch(head(seg, 400)); g != nil {
+		if g[1] != "" {
+			if v, ok := toBytes(g[1], g[2]); ok {
+				e.RequestedBytes = &v
 			}
-			e.Shape = "[" + strings.Join(shapeDims(g[3]), ",") + "]"
-			e.DType = g[4]
 		}
-	case strings.Contains(seg, "Bus error") || strings.Contains(seg, "shared memory"):
-		e.key = "shm" // /dev/shm, not RAM as such
-	case strings.Contains(seg, "signal: Killed"):
-		e.Confidence = "likely"
-		e.Reason = "a DataLoader worker was ended by SIGKILL, which is most often the kernel's OOM killer when the machine's RAM runs out"
-	}
-	if e.key == "" {
-		e.key = "host|" + e.Framework
+		e.Shape = "[" + strings.Join(shapeDims(g[3]), ",") + "]"
+		e.DType = g[4]
 	}
 }
+
+// parseDataLoader reads a DataLoader worker's death: a bus error is the
+// shared memory (/dev/shm) batches pass through, SIGKILL most often the
+// OOM killer.
+func parseDataLoader(seg, line string, e *Explanation) {
+	parseHostRAM(seg, line, e)
+	if dataLoaderKilled.MatchString(head(seg, 120)) {
+		e.Confidence = "likely"
+		e.Reason = "a DataLoader worker was ended by SIGKILL, which is most often the kernel's OOM killer when the machine's RAM runs out"
+		return
+	}
+	e.key = "shm"
+}
+
+var dataLoaderKilled = re(`signal:\s*Killed`)
 
 // A process killed by SIGKILL, as a shell or launcher reports it: "Killed"
 // alone on a line, "bash: line 1: 1921 Killed  python train.py", "exit code

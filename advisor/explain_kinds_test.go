@@ -137,6 +137,9 @@ func TestExplainMoreMessages(t *testing.T) {
 		{"TensorRT runtime", "[TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)", "tensorrt", "gpu", "", 0, 0, 0, 0},
 		{"cuBLAS in disguise", "2019-07-21 23:23:06.224853: E tensorflow/stream_executor/cuda/cuda_blas.cc:238] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED\n" +
 			"RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)` (is the GPU out of memory?)", "cublas", "gpu", "likely", 0, 0, 0, 0},
+		{"DataLoader killed", "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. ", "pytorch", "host", "likely", 0, 0, 0, 0},
+		{"JVM heap", "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space", "jvm", "host", "", 0, 0, 0, 0},
+		{"Python MemoryError", "  File \"prep.py\", line 12, in <module>\n    data = f.read()\nMemoryError\n", "python", "host", "", 0, 0, 0, 0},
 		{"old CPU allocator", "RuntimeError: [enforce fail at CPUAllocator.cpp:56] data. DefaultCPUAllocator: not enough memory: you tried to allocate 12GB. Buy new RAM!",
 			"pytorch", "host", "", 12 << 30, 0, 0, 0},
 	} {
