@@ -37,6 +37,21 @@ func isolateConfig(t *testing.T) string {
 	return dir
 }
 
+// writeConfigFile isolates the config (isolateConfig) and writes text as
+// its file, whose name it returns.
+func writeConfigFile(t *testing.T, text string) string {
+	t.Helper()
+	dir := filepath.Join(isolateConfig(t), "vramtop")
+	file := filepath.Join(dir, "config.toml")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 func TestHelpOnStdout(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		out, errOut, code := runCLI(t, args...)
@@ -212,10 +227,7 @@ func TestBuildVersion(t *testing.T) {
 // A setting comes from the file, the environment over it, a flag over
 // both; `vramtop config` says which.
 func TestConfigPrecedence(t *testing.T) {
-	dir := isolateConfig(t)
-	os.MkdirAll(filepath.Join(dir, "vramtop"), 0o755)
-	file := filepath.Join(dir, "vramtop", "config.toml")
-	os.WriteFile(file, []byte("warn = 70\ncrit = 85\ninterval = \"10ms\"\n"), 0o644)
+	file := writeConfigFile(t, "warn = 70\ncrit = 85\ninterval = \"10ms\"\n")
 
 	// The file's interval is below the minimum: the live view says so.
 	var o, e bytes.Buffer
@@ -273,10 +285,7 @@ func TestConfigPrecedence(t *testing.T) {
 }
 
 func TestBadConfigIsOneLine(t *testing.T) {
-	dir := isolateConfig(t)
-	os.MkdirAll(filepath.Join(dir, "vramtop"), 0o755)
-	file := filepath.Join(dir, "vramtop", "config.toml")
-	os.WriteFile(file, []byte("warn = 70\n\nbell = \"loud\"\n"), 0o644)
+	file := writeConfigFile(t, "warn = 70\n\nbell = \"loud\"\n")
 	var o, e bytes.Buffer
 	code := dispatch(context.Background(), []string{"--demo", "--once"}, &o, &e)
 	if code != 2 || e.String() != "vramtop: "+file+":3: bell: want true or false, got \"loud\"\n" {

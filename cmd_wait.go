@@ -10,7 +10,6 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
-	"github.com/vramtop/vramtop/units"
 )
 
 // defaultSettle is how long a GPU must keep qualifying before wait takes
@@ -29,23 +28,19 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var sf sourceFlags
 	sf.addDemo(fs)
 	sf.addInterval(fs)
-	minFree := fs.String("min-free", "0", "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)")
-	count := fs.Int("count", 1, "how many GPUs to wait for (`n`)")
+	var pf pickFlags
+	pf.add(fs, "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)", "how many GPUs to wait for (`n`)")
 	maxUtil := fs.Float64("max-util", 100, "and at most this utilization `percent` (a GPU that reports none qualifies)")
 	settle := fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
 	timeout := fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	size, err := units.ParseSize(*minFree)
-	if err != nil {
-		fmt.Fprintf(stderr, "vramtop wait: --min-free: %v\n", err)
+	opt, ok := pf.options(fs.Name(), stderr)
+	if !ok {
 		return exitUsage
 	}
 	switch {
-	case *count < 1:
-		fmt.Fprintf(stderr, "vramtop wait: --count %d: want at least 1\n", *count)
-		return exitUsage
 	case math.IsNaN(*maxUtil) || *maxUtil < 0 || *maxUtil > 100:
 		fmt.Fprintf(stderr, "vramtop wait: --max-util %g: want a percentage from 0 to 100\n", *maxUtil)
 		return exitUsage
@@ -62,7 +57,7 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	w := newWaiter(advisor.PickOptions{MinFree: size, Count: *count}, *maxUtil, *settle)
+	w := newWaiter(opt, *maxUtil, *settle)
 	var status func(string)
 	if isTerminal(stderr) {
 		status = func(line string) { fmt.Fprintf(stderr, "\r\x1b[Kvramtop wait: %s", line) }
