@@ -63,7 +63,7 @@ type Explanation struct {
 	// last step.
 	CacheFlushes *uint64 `json:"cache_flushes,omitempty"`
 
-	// TensorFlow: the tensor that did not fit.
+	// TensorFlow, NumPy: the tensor or array that did not fit.
 	Shape string `json:"shape,omitempty"`
 	DType string `json:"dtype,omitempty"`
 	// vLLM.
