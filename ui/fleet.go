@@ -20,8 +20,14 @@ type host struct {
 	used     uint64
 	total    uint64
 	errs     int
-	unlisted int // devices whose processes are not listed
+	unlisted int    // devices whose processes are not listed
+	down     int    // devices of the host known only by their last values
+	downWhy  string // why and since when ("exporter not answering since 09:08:00 …")
 }
+
+// isDown reports whether the whole host is down: every device holds its
+// last values.
+func (x host) isDown() bool { return x.down > 0 && x.down == len(x.devices) }
 
 // isFleet reports whether the snapshot holds devices of named hosts.
 func isFleet(snap sampler.Snapshot) bool {
@@ -51,7 +57,11 @@ func hostsOf(snap sampler.Snapshot) []host {
 		if p := d.UsedPercent(); p > h.pressure {
 			h.pressure = p
 		}
-		if d.Err != "" {
+		switch why, down := hostDown(d); {
+		case down:
+			h.down++
+			h.downWhy = why
+		case d.Err != "":
 			h.errs++
 		}
 		if d.NoProcessList {
@@ -59,6 +69,10 @@ func hostsOf(snap sampler.Snapshot) []host {
 		}
 	}
 	sort.SliceStable(hs, func(i, j int) bool {
+		// Hosts that answer first: a down host's values are old.
+		if a, b := hs[i].isDown(), hs[j].isDown(); a != b {
+			return b
+		}
 		if hs[i].pressure != hs[j].pressure {
 			return hs[i].pressure > hs[j].pressure
 		}
@@ -214,6 +228,14 @@ func (h hostList) View() string {
 		}
 		if x.errs > 0 {
 			line += h.st.Error.Render(fmt.Sprintf("  %d with errors", x.errs))
+		}
+		if x.down > 0 {
+			line = strings.Replace(line, "  max ", "  last seen: max ", 1)
+			what := "DOWN"
+			if !x.isDown() {
+				what = fmt.Sprintf("%d GPU DOWN", x.down)
+			}
+			line += "  " + h.st.SeverityBadge(advisor.Warn).Render(" "+what+" ") + " " + h.st.Warning.Render(x.downWhy)
 		}
 		marker := "  "
 		if i == h.sel {

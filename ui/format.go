@@ -66,11 +66,19 @@ func fmtPower(p *float64) string {
 	return fmt.Sprintf("%.0f W", *p)
 }
 
-// fmtAge formats a duration compactly: "45s", "12m", "3h04m", "2d03h".
+// maxAge is the oldest age shown; an older one (or one far in the future)
+// comes from a clock that was not set, such as a recording's year-0001
+// time.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+// fmtAge formats a duration compactly: "45s", "12m", "3h04m", "2d03h"; n/a
+// for an absurd age (over a century, or negative by more than a minute of
+// clock skew).
 func fmtAge(d time.Duration) string {
-	if d < 0 {
-		d = 0
+	if d < -time.Minute || d > maxAge {
+		return na
 	}
+	d = max(d, 0)
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d/time.Second))
@@ -158,6 +166,32 @@ func severalHosts(snap sampler.Snapshot) bool {
 		}
 	}
 	return false
+}
+
+// hostDownPrefix starts the error of each device of a fleet host that is
+// down or stale (fleet.HostDownPrefix): the device holds the last values
+// seen, and the rest of the error says why and since when.
+const hostDownPrefix = "host down: "
+
+// hostDown reports whether d belongs to a host that is down, and why.
+func hostDown(d sampler.Device) (why string, down bool) {
+	if !strings.HasPrefix(d.Err, hostDownPrefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(d.Err, hostDownPrefix), true
+}
+
+// downShort is the short form of why a host is down, for a device's line:
+// "down since 09:08:00" where the reason names the time.
+func downShort(why string) string {
+	if i := strings.Index(why, "since "); i >= 0 {
+		t := why[i:]
+		if j := strings.Index(t, " ("); j >= 0 {
+			t = t[:j]
+		}
+		return "down " + t
+	}
+	return "down: " + why
 }
 
 // unlistedText stands in the process table for a device whose source

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -275,7 +276,9 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	if d.PowerWatts != nil {
 		info += " · " + fmtPower(d.PowerWatts)
 	}
-	if d.Err != "" {
+	if why, down := hostDown(d); down {
+		info = "  " + g.st.Warning.Render("last values, "+downShort(why))
+	} else if d.Err != "" {
 		info = "  " + g.st.Error.Render("error: "+d.Err)
 	}
 	lines := []string{title, bar, mem, info}
@@ -362,6 +365,10 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	name = g.watchMark(d) + name
 	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
 		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
+	if why, down := hostDown(d); down {
+		// The last values seen, dimmed, and since when.
+		return g.st.pDim.on(ansi.Strip(fit(line+" last values, "+downShort(why), w)))
+	}
 	if d.Err != "" {
 		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
 	}

@@ -90,11 +90,11 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 				r.bytes, r.hasBytes = *pr.UsedBytes, true
 				r.pct = percent(r.bytes, d.MemoryTotal)
 			}
-			switch {
-			case !pr.StartTime.IsZero():
+			// The age is the process's, from its start time; where that is
+			// not known (a fleet's processes) AGE says n/a, not how long
+			// vramtop has seen it.
+			if !pr.StartTime.IsZero() {
 				r.age, r.hasAge = snap.Time.Sub(pr.StartTime), true
-			case !pr.FirstSeen.IsZero():
-				r.age, r.hasAge = snap.Time.Sub(pr.FirstSeen), true
 			}
 			into = append(into, r)
 		}

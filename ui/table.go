@@ -228,8 +228,11 @@ var procColumns = columnTable{
 		return sizeCell(r.proc.PeakBytes, short)
 	}},
 	{title: "AGE", sort: sortAge, right: true, width: 6, cell: func(r procRow, _ bool) string {
-		if r.kind != rowProc || !r.hasAge {
+		switch {
+		case r.kind != rowProc:
 			return ""
+		case !r.hasAge:
+			return na
 		}
 		return fmtAge(r.age)
 	}},
