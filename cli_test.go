@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/vramtop/vramtop/config"
 )
 
 // run runs vramtop in this process (dispatch) with a config directory of
@@ -306,5 +308,16 @@ func TestCommandTable(t *testing.T) {
 		if use, _ := splitHead(c.name, head); !strings.HasPrefix(use, c.name) || fs.Name() != "vramtop "+c.name {
 			t.Errorf("%s: usage %q, flag set %q", c.name, use, fs.Name())
 		}
+	}
+}
+
+// What every start of vramtop pays for its command line: the command tree
+// with each command's flags (go test -bench NewRoot -benchmem).
+func BenchmarkNewRoot(b *testing.B) {
+	var raw []string
+	var code int
+	b.ReportAllocs()
+	for range b.N {
+		newRoot(config.Settings{}, &raw, &code)
 	}
 }
