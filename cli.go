@@ -30,17 +30,20 @@ type command struct {
 	// passArgs: flags end at the first argument, which and whatever
 	// follows are the command's own (vramtop run python train.py --lr 3).
 	passArgs bool
+	// files: its arguments are files (or a command), which the shells
+	// complete.
+	files bool
 }
 
 // commands is the command table; `vramtop` alone is the live view (runTop).
 func commands() []command {
 	return []command{
-		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain},
+		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain, files: true},
 		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", run: runPick},
 		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"}},
-		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true},
+		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true},
 		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},
-		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}},
+		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
 		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
 		{name: "fleet", summary: "The live view over many hosts, read from Prometheus", run: runFleet, settings: []string{"warn", "crit", "history", "color"}},
 		{name: "config", summary: "Print the settings in effect and where each came from", run: runConfig},
@@ -98,6 +101,9 @@ func cobraCommand(name string, run runFunc, settings []string, cfg config.Settin
 	}
 	cmd.Flags().AddFlagSet(fs)
 	cmd.Flags().SortFlags = false
+	if fs.Lookup("demo") != nil {
+		cmd.RegisterFlagCompletionFunc("demo", cobra.FixedCompletions([]string{"true", "auto", "false"}, cobra.ShellCompDirectiveNoFileComp))
+	}
 	return cmd
 }
 
@@ -186,6 +192,9 @@ func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
 		sub.Short = c.summary
 		if c.passArgs {
 			sub.Flags().SetInterspersed(false)
+		}
+		if c.files {
+			sub.ValidArgsFunction = nil
 		}
 		root.AddCommand(sub)
 	}

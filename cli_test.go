@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,6 +167,17 @@ func TestCompletion(t *testing.T) {
 	out, _, _ = runCLI(t, "__complete", "wa")
 	if !strings.Contains(out, "wait") {
 		t.Errorf("completing `vramtop wa` lacks wait:\n%s", out)
+	}
+	// explain and replay take files: the shell completes them (directive
+	// 0, its default); pick takes none (4, no files).
+	for args, directive := range map[string]string{"explain ": ":0", "replay ": ":0", "pick ": ":4"} {
+		out, _, _ := runCLI(t, append([]string{"__complete"}, strings.Split(args, " ")...)...)
+		if !slices.Contains(strings.Split(out, "\n"), directive) {
+			t.Errorf("completing `vramtop %s`: want directive %s:\n%s", args, directive, out)
+		}
+	}
+	if out, _, _ := runCLI(t, "__complete", "pick", "--demo="); !strings.Contains(out, "auto") {
+		t.Errorf("completing --demo= lacks auto:\n%s", out)
 	}
 }
 
