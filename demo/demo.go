@@ -33,6 +33,9 @@ const (
 	demoFrankExits = 4 * time.Minute
 )
 
+// demoPodContainer is the container of the demo's Kubernetes pod.
+const demoPodContainer = "5e8d1c3b7a2f40968e1d2c3b4a5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071"
+
 // demoMiB is one MiB in bytes.
 const demoMiB = 1 << 20
 
@@ -85,8 +88,14 @@ type demoProc struct {
 	command   string
 	typ       string
 	container string
-	visible   bool
-	hasUsed   bool
+	// job is the Slurm job or Kubernetes pod its cgroup names; nil: none.
+	job     *sampler.Job
+	visible bool
+	hasUsed bool
+	// cpu is its host CPU use (100 = one core) and hostMiB its resident
+	// host memory, for a visible process; nil cpu: an idle process (0%).
+	cpu     func(t time.Duration) float64
+	hostMiB uint64
 	// life returns whether the process is alive at t, and its PID and
 	// start time (relative to the demo's start).
 	life func(t time.Duration) (alive bool, pid uint32, started time.Duration)
@@ -304,6 +313,12 @@ func (d *Demo) gpu0(dev int) {
 	d.procs = append(d.procs, demoProc{
 		dev: dev, user: "alice", uid: 1001, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python train.py --model llama-8b --batch 32",
+		// A Slurm batch job's first step.
+		job: &sampler.Job{SlurmJobID: "4242", SlurmStep: "0"},
+		cpu: func(t time.Duration) float64 {
+			return 100 + 60*ramp(t, 0, demoRamp) + 8*smoothNoise(0xa1, t, time.Second)
+		},
+		hostMiB: 14200,
 		life:    always(41230, -4*time.Second),
 		mem:     d.aliceMiB,
 		util: func(t time.Duration) float64 {
@@ -316,6 +331,8 @@ func (d *Demo) gpu0(dev int) {
 	}, demoProc{
 		dev: dev, user: "bob", uid: 1002, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python eval.py --ckpt /data/ckpt/step-4000 --batch 8",
+		cpu:     func(t time.Duration) float64 { return 35 + 5*smoothNoise(0xb0, t, time.Second) },
+		hostMiB: 5300,
 		life:    between(52817, demoBobArrives, math.MaxInt64),
 		mem: func(t time.Duration) uint64 {
 			return 520 + uint64(6480*ramp(t, demoBobArrives, 15*time.Second))
@@ -381,6 +398,8 @@ func (d *Demo) gpu1(dev int, seed uint64) {
 	d.procs = append(d.procs, demoProc{
 		dev: dev, user: "carol", uid: 1003, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python serve.py --model mistral-7b-instruct --port 8080",
+		cpu:     func(t time.Duration) float64 { return 22 + 4*smoothNoise(0xc0, t, 2*time.Second) },
+		hostMiB: 3900,
 		life: func(t time.Duration) (bool, uint32, time.Duration) {
 			alive, k, _ := carol(t)
 			return alive, 30411 + uint32(k)*37, -demoLeakStartAgo + time.Duration(k)*cycle
@@ -393,6 +412,7 @@ func (d *Demo) gpu1(dev int, seed uint64) {
 	}, demoProc{
 		dev: dev, user: "dave", uid: 1004, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python -m ipykernel_launcher -f /home/dave/.local/share/jupyter/runtime/kernel-5f2c.json",
+		hostMiB: 2100,
 		life:    always(27182, -3*time.Hour),
 		mem:     constMiB(9734),
 		util:    func(time.Duration) float64 { return 0 },
@@ -405,6 +425,11 @@ func (d *Demo) gpu2(dev int, seed uint64) {
 	d.procs = append(d.procs, demoProc{
 		dev: dev, user: "erin", uid: 1005, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-70B-Instruct --gpu-memory-utilization 0.65",
+		// A Kubernetes pod's container (containerd, burstable QoS).
+		job: &sampler.Job{K8sPodUID: "7c0e2f4a-91d3-4b6e-a8f5-3d2c1b0e9f87", K8sQOS: "burstable",
+			ContainerID: demoPodContainer, Runtime: "containerd"},
+		cpu:     func(t time.Duration) float64 { return 64 + 10*smoothNoise(0xe0, t, time.Second) },
+		hostMiB: 31800,
 		life:    always(19088, -26*time.Hour),
 		mem:     constMiB(93450),
 		util: func(t time.Duration) float64 {
@@ -416,6 +441,8 @@ func (d *Demo) gpu2(dev int, seed uint64) {
 	}, demoProc{
 		dev: dev, user: "frank", uid: 1006, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python embed_corpus.py --shard 3 --batch 256",
+		cpu:     func(time.Duration) float64 { return 97 },
+		hostMiB: 6900,
 		life:    between(55102, -90*time.Second, demoFrankExits),
 		mem:     func(t time.Duration) uint64 { return 6100 + uint64(300*smoothNoise(seed, t, 3*time.Second)+300) },
 		util:    func(time.Duration) float64 { return 12 },
@@ -433,6 +460,8 @@ func (d *Demo) gpu3(inst []int) {
 	d.procs = append(d.procs, demoProc{
 		dev: inst[0], user: "grace", uid: 1007, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python train_resnet.py --data /datasets/imagenet --epochs 90",
+		cpu:     func(t time.Duration) float64 { return 380 + 40*smoothNoise(0x9a, t, time.Second) },
+		hostMiB: 22400,
 		life:    always(33750, -47*time.Minute),
 		mem: func(t time.Duration) uint64 {
 			return 24576 + uint64(600*(1+smoothNoise(31, t, 2*time.Second)))
@@ -440,6 +469,8 @@ func (d *Demo) gpu3(inst []int) {
 	}, demoProc{
 		dev: inst[1], user: "heidi", uid: 1008, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: "python bert_pretrain.py --fp16 --seq-len 512",
+		cpu:     func(t time.Duration) float64 { return 100 * ramp(t, 0, 80*time.Second) },
+		hostMiB: 8700,
 		life:    always(35021, -10*time.Second),
 		mem: func(t time.Duration) uint64 {
 			return 540 + uint64(30200*ramp(t, 0, 80*time.Second))
@@ -452,11 +483,15 @@ func (d *Demo) gpu4(dev int) {
 	d.procs = append(d.procs, demoProc{
 		dev: dev, user: "ivan", uid: 1009, hasUID: true, typ: "compute", visible: true,
 		command: "gmx mdrun -deffnm npt -nb gpu",
+		cpu:     func(time.Duration) float64 { return 1590 },
+		hostMiB: 1200,
 		life:    always(40961, -2*time.Hour),
 		mem:     func(t time.Duration) uint64 { return 12400 + uint64(200*(1+smoothNoise(41, t, 5*time.Second))) },
 	}, demoProc{
 		dev: dev, user: "root", uid: 0, hasUID: true, typ: "graphics", visible: true,
 		command: "/usr/lib/xorg/Xorg vt1 -displayfd 3",
+		cpu:     func(time.Duration) float64 { return 0.3 },
+		hostMiB: 95,
 		life:    always(2214, -30*24*time.Hour),
 		mem:     constMiB(41),
 	})
@@ -472,6 +507,8 @@ func (d *Demo) rank(dev, g, n int, seed uint64) {
 	d.procs = append(d.procs, demoProc{
 		dev: dev, user: "judy", uid: 1010, hasUID: true, typ: "compute", visible: true, hasUsed: true,
 		command: fmt.Sprintf("python pretrain.py --model llama-70b --local-rank %d --world-size %d", g-5, n-5),
+		cpu:     func(t time.Duration) float64 { return 110 + 10*smoothNoise(seed^0xcc, t, time.Second) },
+		hostMiB: 41000,
 		life:    always(60100+uint32(g), -75*time.Minute),
 		mem: func(t time.Duration) uint64 {
 			step := 2300 * time.Millisecond
@@ -623,6 +660,14 @@ func (d *Demo) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []err
 		}
 		if p.hasUsed {
 			ps.UsedBytes = p.mem(t) * demoMiB
+		}
+		if p.visible {
+			ps.Job = p.job
+			ps.HasCPU, ps.HasHostMemory = true, true
+			if p.cpu != nil {
+				ps.CPUPercent = math.Round(max(p.cpu(t), 0)*10) / 10
+			}
+			ps.HostMemoryBytes = p.hostMiB * demoMiB
 		}
 		buf = append(buf, ps)
 	}

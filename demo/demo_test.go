@@ -484,3 +484,43 @@ func newSampler(t *testing.T, src sampler.Source, cfg sampler.Config) *sampler.S
 	}
 	return s
 }
+
+// TestDemoJobsAndHostColumns: the demo shows who a process belongs to on a
+// shared server (alice's training is Slurm job 4242, erin's server a
+// Kubernetes pod) and what each visible process costs the host; the process
+// of another PID namespace has none of it.
+func TestDemoJobsAndHostColumns(t *testing.T) {
+	snap, _ := newSampler(t, New(demoStart), sampler.Config{}).Tick(demoStart.Add(3 * time.Minute))
+	jobs := map[uint32]string{}
+	for _, d := range snap.Devices {
+		for _, p := range d.Processes {
+			if name := p.Job.Name(); name != "" {
+				jobs[p.PID] = name
+			}
+			switch {
+			case !p.Visible:
+				if p.CPUPercent != nil || p.HostMemoryBytes != nil || p.Job != nil {
+					t.Errorf("PID %d of another PID namespace: cpu %v, host memory %v, job %v; want none", p.PID, p.CPUPercent, p.HostMemoryBytes, p.Job)
+				}
+			case !p.Exited:
+				if p.CPUPercent == nil || p.HostMemoryBytes == nil || *p.HostMemoryBytes == 0 {
+					t.Errorf("PID %d (%s): cpu %v, host memory %v; want both", p.PID, p.User, p.CPUPercent, p.HostMemoryBytes)
+				}
+			}
+		}
+	}
+	want := map[uint32]string{41230: "slurm 4242.0", 19088: "pod 7c0e2f4a"}
+	if len(jobs) != len(want) || jobs[41230] != want[41230] || jobs[19088] != want[19088] {
+		t.Fatalf("jobs %v, want %v", jobs, want)
+	}
+	gpu2, _ := snap.Device("2")
+	for _, p := range gpu2.Processes {
+		if p.PID == 19088 && (p.Job.K8sQOS != "burstable" || p.Job.Runtime != "containerd" || len(p.Job.ContainerID) != 64) {
+			t.Fatalf("erin's pod: %+v; want a burstable pod's containerd container", p.Job)
+		}
+	}
+	alice, _ := snap.Device("0")
+	if p := alice.Processes[0]; p.PID != 41230 || *p.CPUPercent < 100 {
+		t.Fatalf("GPU 0's first process %d at %v%% CPU, want alice's training job busy on more than a core", p.PID, *p.CPUPercent)
+	}
+}
