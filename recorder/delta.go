@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // Format version 2 writes most snapshots as deltas: a keyframe line holds a
@@ -43,14 +45,16 @@ const MaxKeyframeGap = 10 * time.Minute
 // Delta is a delta line as read: the keyframe it refers to and the devices
 // that differ, applied to the keyframe by Expand.
 type Delta struct {
-	T        time.Time  `json:"t"`
-	Seq      uint64     `json:"seq,omitempty"`
-	Key      int64      `json:"kf"`
-	Poll     int64      `json:"pl,omitempty"`
-	Interval Duration   `json:"interval,omitempty"`
-	Devices  []DevPatch `json:"dd"`
-	Warnings []string   `json:"w,omitempty"`
-	Err      string     `json:"err,omitempty"`
+	T          time.Time  `json:"t"`
+	Seq        uint64     `json:"seq,omitempty"`
+	Key        int64      `json:"kf"`
+	Poll       int64      `json:"pl,omitempty"`
+	Interval   Duration   `json:"interval,omitempty"`
+	Devices    []DevPatch `json:"dd"`
+	Warnings   []string   `json:"w,omitempty"`
+	Err        string     `json:"err,omitempty"`
+	Stale      bool       `json:"stale,omitempty"`
+	StaleSince int64      `json:"ss,omitempty"`
 }
 
 // DevPatch is one device of a delta line: the fields it states (set) and
@@ -77,24 +81,27 @@ type DevPatch struct {
 // ProcPatch is one process of a DevPatch: one of the keyframe's (I) with
 // the fields that differ, or a new one (New) in full.
 type ProcPatch struct {
-	I         int      `json:"i"`
-	New       bool     `json:"n"`
-	PID       *uint32  `json:"pid"`
-	User      *string  `json:"user"`
-	UID       *uint32  `json:"uid"`
-	Command   *string  `json:"cmd"`
-	Used      *uint64  `json:"used"`
-	Type      *string  `json:"type"`
-	Container *string  `json:"ct"`
-	Visible   *bool    `json:"vis"`
-	Start     *int64   `json:"st"`
-	Util      *float64 `json:"util"`
-	FirstSeen *int64   `json:"fs"`
-	LastSeen  *int64   `json:"ls"`
-	Peak      *uint64  `json:"pk"`
-	Exited    *bool    `json:"x"`
-	H         *Samples `json:"h"`
-	Clear     []string `json:"clr"`
+	I         int          `json:"i"`
+	New       bool         `json:"n"`
+	PID       *uint32      `json:"pid"`
+	User      *string      `json:"user"`
+	UID       *uint32      `json:"uid"`
+	Command   *string      `json:"cmd"`
+	Used      *uint64      `json:"used"`
+	Type      *string      `json:"type"`
+	Container *string      `json:"ct"`
+	Job       *sampler.Job `json:"job"`
+	CPU       *float64     `json:"cpu"`
+	HostMem   *uint64      `json:"hm"`
+	Visible   *bool        `json:"vis"`
+	Start     *int64       `json:"st"`
+	Util      *float64     `json:"util"`
+	FirstSeen *int64       `json:"fs"`
+	LastSeen  *int64       `json:"ls"`
+	Peak      *uint64      `json:"pk"`
+	Exited    *bool        `json:"x"`
+	H         *Samples     `json:"h"`
+	Clear     []string     `json:"clr"`
 }
 
 func set[T any](dst *T, v *T) {
@@ -165,6 +172,12 @@ func (p *ProcPatch) apply(r *ProcRec) error {
 			r.Type = ""
 		case "ct":
 			r.Container = ""
+		case "job":
+			r.Job = nil
+		case "cpu":
+			r.CPU = nil
+		case "hm":
+			r.HostMem = nil
 		case "vis":
 			r.Visible = false
 		case "util":
@@ -186,6 +199,9 @@ func (p *ProcPatch) apply(r *ProcRec) error {
 	setPtr(&r.Used, p.Used)
 	set(&r.Type, p.Type)
 	set(&r.Container, p.Container)
+	setPtr(&r.Job, p.Job)
+	setPtr(&r.CPU, p.CPU)
+	setPtr(&r.HostMem, p.HostMem)
 	set(&r.Visible, p.Visible)
 	set(&r.Start, p.Start)
 	setPtr(&r.Util, p.Util)
@@ -201,7 +217,7 @@ func (p *ProcPatch) apply(r *ProcRec) error {
 // Record d stands for. kf is not modified.
 func Expand(kf *Record, d *Delta) (Record, error) {
 	r := Record{T: d.T, Seq: d.Seq, Interval: d.Interval, Warnings: d.Warnings, Err: d.Err,
-		Devices: make([]DevRec, len(kf.Devices))}
+		Stale: d.Stale, StaleSince: d.StaleSince, Devices: make([]DevRec, len(kf.Devices))}
 	for i, dev := range kf.Devices {
 		dev.H = nil
 		r.Devices[i] = dev
@@ -518,6 +534,13 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 			return nil, err
 		}
 		b = append(b, wb...)
+	}
+	if r.Stale {
+		b = append(b, `,"stale":true`...)
+	}
+	if r.StaleSince != 0 {
+		b = append(b, `,"ss":`...)
+		b = strconv.AppendInt(b, r.StaleSince, 10)
 	}
 	if r.Err != "" {
 		b = append(b, `,"err":`...)

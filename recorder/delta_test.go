@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 func full() Record {
@@ -13,7 +15,8 @@ func full() Record {
 	return Record{T: time.Unix(1773453600, 0), Seq: 3, Devices: []DevRec{{
 		ID: "0", Total: 9, Used: 8, Free: 1, Res: &u, Unatt: &u, Util: &f, Temp: &i, Power: &f, Err: "lost", RecentPeak: &u, H: &samples,
 		Procs: []ProcRec{
-			{PID: 1, User: "a", UID: &s, Command: "x", Used: &u, Type: "compute", Container: "c", Visible: true, Start: 11, Util: &f, FirstSeen: 12, LastSeen: 13, Peak: 14, Exited: true, H: &samples},
+			{PID: 1, User: "a", UID: &s, Command: "x", Used: &u, Type: "compute", Container: "c", Visible: true,
+				Job: &sampler.Job{SlurmJobID: "42"}, CPU: &f, HostMem: &u, Start: 11, Util: &f, FirstSeen: 12, LastSeen: 13, Peak: 14, Exited: true, H: &samples},
 			{PID: 2, User: "b", Start: 21},
 		},
 	}}}

@@ -62,7 +62,7 @@ func (e *Encoder) Header(snap sampler.Snapshot, created time.Time) Header {
 	for i, d := range snap.Devices {
 		h.Devices[i] = DeviceInfo{
 			ID: d.ID, Index: d.Index, Hostname: d.Hostname, Name: d.Name, UUID: d.UUID,
-			PCIBusID: d.PCIBusID, MIGEnabled: d.MIGEnabled, MIG: d.MIG,
+			PCIBusID: d.PCIBusID, MIGEnabled: d.MIGEnabled, MIG: d.MIG, NoProcessList: d.NoProcessList,
 		}
 	}
 	return h
@@ -140,6 +140,7 @@ func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key b
 func (e *Encoder) Record(snap sampler.Snapshot) Record {
 	r := Record{
 		T: snap.Time, Seq: snap.Seq, Warnings: snap.Warnings, Err: snap.Err,
+		Stale: snap.Stale, StaleSince: UnixNano(snap.StaleSince),
 		Devices: make([]DevRec, len(snap.Devices)),
 	}
 	if snap.Interval != e.interval && snap.Interval != 0 {
@@ -165,6 +166,7 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 			pr := ProcRec{
 				PID: p.PID, User: p.User, UID: p.UID, Command: p.Command, Used: p.UsedBytes,
 				Type: p.Type, Container: p.Container, Visible: p.Visible,
+				Job: p.Job, CPU: finite(p.CPUPercent), HostMem: p.HostMemoryBytes,
 				Start: UnixNano(p.StartTime), Util: finite(p.UtilizationPercent),
 				FirstSeen: UnixNano(p.FirstSeen), Peak: p.PeakBytes, Exited: p.Exited,
 			}

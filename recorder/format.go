@@ -76,6 +76,8 @@ type DeviceInfo struct {
 	PCIBusID   string           `json:"pci_bus_id,omitempty"`
 	MIGEnabled bool             `json:"mig_enabled,omitempty"`
 	MIG        *sampler.MIGInfo `json:"mig,omitempty"`
+	// NoProcessList: the source cannot list this device's processes.
+	NoProcessList bool `json:"no_proc,omitempty"`
 }
 
 // Record is one snapshot: a keyframe line, or what a delta line stands for.
@@ -90,6 +92,10 @@ type Record struct {
 	Devices  []DevRec `json:"d"`
 	Warnings []string `json:"w,omitempty"`
 	Err      string   `json:"err,omitempty"`
+	// Stale and StaleSince (Unix ns) say the source's data stopped
+	// coming.
+	Stale      bool  `json:"stale,omitempty"`
+	StaleSince int64 `json:"ss,omitempty"`
 }
 
 // DevRec is one device in a Record.
@@ -115,13 +121,19 @@ type DevRec struct {
 
 // ProcRec is one process on a device in a Record.
 type ProcRec struct {
-	PID       uint32   `json:"pid"`
-	User      string   `json:"user,omitempty"`
-	UID       *uint32  `json:"uid,omitempty"`
-	Command   string   `json:"cmd,omitempty"`
-	Used      *uint64  `json:"used,omitempty"`
-	Type      string   `json:"type,omitempty"`
-	Container string   `json:"ct,omitempty"`
+	PID       uint32  `json:"pid"`
+	User      string  `json:"user,omitempty"`
+	UID       *uint32 `json:"uid,omitempty"`
+	Command   string  `json:"cmd,omitempty"`
+	Used      *uint64 `json:"used,omitempty"`
+	Type      string  `json:"type,omitempty"`
+	Container string  `json:"ct,omitempty"`
+	// Job is what the process's cgroup says it belongs to.
+	Job *sampler.Job `json:"job,omitempty"`
+	// CPU is its host CPU (100: one core), HostMem its resident host
+	// memory.
+	CPU       *float64 `json:"cpu,omitempty"`
+	HostMem   *uint64  `json:"hm,omitempty"`
 	Visible   bool     `json:"vis,omitempty"`
 	Start     int64    `json:"st,omitempty"` // Unix ns; 0: unknown
 	Util      *float64 `json:"util,omitempty"`

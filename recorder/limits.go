@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"math"
 )
 
 // Limits on what one line of a recording may hold. A reader decodes a line
@@ -222,22 +222,31 @@ func (p *parser) eat(c byte) bool {
 	return false
 }
 
-func (p *parser) number() []byte {
-	j := p.i
-	for j < len(p.b) && (p.b[j] == '-' || p.b[j] >= '0' && p.b[j] <= '9') {
-		j++
-	}
-	n := p.b[p.i:j]
-	p.i = j
-	return n
-}
-
-func (p *parser) int() (int64, bool) {
-	v, err := strconv.ParseInt(string(p.number()), 10, 64)
-	return v, err == nil
-}
-
+// uint reads the digits at p as an unsigned integer (no sign, no
+// overflow past 64 bits).
 func (p *parser) uint() (uint64, bool) {
-	v, err := strconv.ParseUint(string(p.number()), 10, 64)
-	return v, err == nil
+	var v uint64
+	start := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		d := uint64(p.b[p.i] - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+		p.i++
+	}
+	return v, p.i > start && p.i-start <= 20
+}
+
+// int reads an optionally negative integer.
+func (p *parser) int() (int64, bool) {
+	neg := p.eat('-')
+	u, ok := p.uint()
+	if !ok || u > math.MaxInt64 {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), true
+	}
+	return int64(u), true
 }

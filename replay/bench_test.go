@@ -30,6 +30,14 @@ func fastDemoRecording(b *testing.B, dir string, span time.Duration) string {
 	return path
 }
 
+// cpuTime is the CPU time this process has used (on a shared machine a
+// steadier measure than the wall clock).
+func cpuTime() time.Duration {
+	var r syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
 // peakHeap runs f and returns the most heap memory in use while it ran
 // (sampled every millisecond).
 func peakHeap(f func()) uint64 {
@@ -73,6 +81,7 @@ func BenchmarkReplayAt(b *testing.B) {
 		for _, at := range []string{"start", "+" + (span / 2).String(), "end"} {
 			b.Run(fmt.Sprintf("%v-%dMB/at=%s", span, st.Size()>>20, at), func(b *testing.B) {
 				var heap uint64
+				cpu0 := cpuTime()
 				for b.Loop() {
 					heap = max(heap, peakHeap(func() {
 						rec, err := replay.Load([]string{path}, nil)
@@ -89,6 +98,7 @@ func BenchmarkReplayAt(b *testing.B) {
 						rec.Close()
 					}))
 				}
+				b.ReportMetric(float64((cpuTime()-cpu0)/time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
 				// The command, as a user runs it.
 				cmd := exec.Command(bin, "replay", "--once", "--json", "--at", at, path)
@@ -97,6 +107,7 @@ func BenchmarkReplayAt(b *testing.B) {
 					b.Fatalf("%v: %s", err, out)
 				}
 				b.ReportMetric(float64(time.Since(start).Milliseconds()), "cmd-ms")
+				b.ReportMetric(float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Milliseconds()), "cmd-cpu-ms")
 				b.ReportMetric(float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)/1024, "cmd-maxRSS-MiB")
 			})
 		}

@@ -265,6 +265,9 @@ func (r *Recording) decode(c *cursor, e entry) (recorder.Record, error) {
 // or garbled one), so no consumer sees it.
 func checkTimes(rec *recorder.Record) error {
 	bad := func(n int64) bool { return n != 0 && !saneNano(n) }
+	if bad(rec.StaleSince) {
+		return errors.New("its stale-since time is not a time of a recording")
+	}
 	for _, d := range rec.Devices {
 		if d.H != nil {
 			for _, s := range *d.H {
@@ -300,6 +303,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 		NVMLVersion: h.NVMLVersion, CUDAVersion: h.CUDAVersion,
 		Source: h.Source, Demo: h.Demo, Interval: interval,
 		Warnings: rec.Warnings, Err: rec.Err, Seq: rec.Seq,
+		Stale: rec.Stale, StaleSince: recorder.FromUnixNano(rec.StaleSince),
 		Devices: make([]sampler.Device, len(rec.Devices)),
 	}
 	if rec.Interval != 0 {
@@ -317,7 +321,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 		}
 		dev := sampler.Device{
 			ID: d.ID, Index: di.Index, Hostname: di.Hostname, Name: di.Name, UUID: di.UUID,
-			PCIBusID: di.PCIBusID, MIGEnabled: di.MIGEnabled, MIG: di.MIG,
+			PCIBusID: di.PCIBusID, MIGEnabled: di.MIGEnabled, MIG: di.MIG, NoProcessList: di.NoProcessList,
 			MemoryTotal: d.Total, MemoryUsed: d.Used, MemoryFree: d.Free,
 			MemoryReserved: d.Res, Unattributed: d.Unatt, UtilizationPercent: d.Util,
 			TemperatureC: d.Temp, PowerWatts: d.Power, Err: d.Err,
@@ -337,6 +341,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 			dev.Processes[k] = sampler.Process{
 				PID: p.PID, User: p.User, UID: p.UID, Command: p.Command, UsedBytes: p.Used,
 				Type: p.Type, Container: p.Container, Visible: p.Visible,
+				Job: p.Job, CPUPercent: p.CPU, HostMemoryBytes: p.HostMem,
 				StartTime: recorder.FromUnixNano(p.Start), UtilizationPercent: p.Util,
 				FirstSeen: recorder.FromUnixNano(p.FirstSeen), LastSeen: time.Unix(0, ls),
 				PeakBytes: p.Peak, Exited: p.Exited,
