@@ -422,9 +422,8 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		order = append(order, j)
 	}
 	order = dedupPIDs(d.Processes, order)
-	slices.SortStableFunc(order, func(a, b int) int {
-		pa, pb := &d.Processes[a], &d.Processes[b]
-		return cmp.Compare(pb.Used(), pa.Used())
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(d.Processes[b].Used(), d.Processes[a].Used()), cmp.Compare(a, b))
 	})
 	listed := order
 	if n := c.opts.MaxProcessSeries; n >= 0 && len(order) > n {

@@ -1,7 +1,9 @@
-// Package synth is a synthetic exporter for measuring the fleet view: one
+// Package synth is a synthetic fleet for measuring the fleet view: one
 // /metrics endpoint that exposes the series of many `vramtop serve` hosts
 // (hosts × GPUs devices, a few processes each), as if Prometheus had
-// scraped them all, so one test Prometheus holds a fleet's worth of series.
+// scraped them all, so one test Prometheus holds a fleet's worth of series;
+// and the same fleet as a sampler.Source, for the sampler and the advisor
+// without Prometheus.
 package synth
 
 import (
@@ -10,6 +12,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // Fleet describes the synthetic fleet.
@@ -89,3 +93,63 @@ func (f Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(bw, "vramtop_up{Hostname=\"host%04d\"} 1\n", h)
 	}
 }
+
+// Source is the fleet as a sampler.Source: Hosts × GPUs devices of named
+// hosts (as the fleet source lists them), ProcsPerGPU processes each, the
+// memory curves of Used at the sampler's clock. Like every Source it is
+// used by one goroutine.
+type Source struct {
+	F    Fleet
+	info sampler.SourceInfo
+}
+
+// NewSource returns the fleet f as a Source.
+func NewSource(f Fleet) *Source {
+	s := &Source{F: f, info: sampler.SourceInfo{Kind: "fleet", Hostname: "synthetic"}}
+	for h := 0; h < f.Hosts; h++ {
+		for g := 0; g < f.GPUs; g++ {
+			host := fmt.Sprintf("host%04d", h)
+			s.info.Devices = append(s.info.Devices, sampler.DeviceInfo{
+				ID: fmt.Sprintf("%s:%d", host, g), Index: g, Hostname: host,
+				Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-%04d-%02d", h, g),
+			})
+		}
+	}
+	return s
+}
+
+// Info lists the devices.
+func (s *Source) Info() sampler.SourceInfo { return s.info }
+
+// ReadMemory reads the curves at now.
+func (s *Source) ReadMemory(now time.Time, out []sampler.MemSample) error {
+	for i := range out {
+		h, g := i/s.F.GPUs, i%s.F.GPUs
+		u := s.F.Used(h, g, now)
+		out[i] = sampler.MemSample{Total: total, Used: u, Free: total - 616<<20 - u, Reserved: 616 << 20, HasReserved: true,
+			Util: float64((h + g) % 100), HasUtil: true}
+	}
+	return nil
+}
+
+// ReadProcesses lists ProcsPerGPU processes on each device, sharing its
+// used memory.
+func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
+	buf = buf[:0]
+	for i := range s.info.Devices {
+		h, g := i/s.F.GPUs, i%s.F.GPUs
+		u := s.F.Used(h, g, now)
+		for p := 0; p < s.F.ProcsPerGPU; p++ {
+			buf = append(buf, sampler.ProcSample{Device: i, PID: uint32(10000 + g*s.F.ProcsPerGPU + p),
+				UsedBytes: u / uint64(s.F.ProcsPerGPU), HasUsed: true, Type: "compute",
+				User: fmt.Sprintf("user%d", h%50), Command: "python train.py", Visible: true})
+		}
+	}
+	return buf, nil
+}
+
+// ReadProcessUtilization has nothing to read.
+func (s *Source) ReadProcessUtilization(time.Time, map[sampler.UtilKey]float64) error { return nil }
+
+// Close does nothing.
+func (s *Source) Close() error { return nil }

@@ -1,0 +1,171 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/fleet/internal/synth"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// The fleet sizes of the benchmarks: hosts × 8 GPUs, 2 processes a GPU.
+var benchSizes = []int{1000, 2000}
+
+func benchFleet(hosts int) synth.Fleet {
+	return synth.Fleet{Hosts: hosts, GPUs: 8, ProcsPerGPU: 2, Start: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+}
+
+// BenchmarkFleetTick is the sampler's tick over a fleet (the fleet
+// command's interval and history, a fake clock): what the fleet view's
+// sampler spends per tick once Prometheus has answered.
+func BenchmarkFleetTick(b *testing.B) {
+	for _, hosts := range benchSizes {
+		b.Run(fmt.Sprintf("%dx8", hosts), func(b *testing.B) {
+			f := benchFleet(hosts)
+			clk := f.Start
+			s, err := sampler.New(synth.NewSource(f), sampler.Config{Interval: 5 * time.Second, History: sampler.DefaultHistory, Now: func() time.Time { return clk }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			s.Tick(clk)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				clk = clk.Add(5 * time.Second)
+				s.Tick(clk)
+			}
+		})
+	}
+}
+
+// BenchmarkFleetObserve is every advisor rule over a fleet snapshot (the
+// monitor the fleet view runs on each snapshot); half the GPUs are over the
+// warning line, so freer_gpu looks for a freer GPU for each of them.
+func BenchmarkFleetObserve(b *testing.B) {
+	for _, hosts := range benchSizes {
+		b.Run(fmt.Sprintf("%dx8", hosts), func(b *testing.B) {
+			f := benchFleet(hosts)
+			clk := f.Start
+			s, err := sampler.New(synth.NewSource(f), sampler.Config{Interval: 5 * time.Second, History: sampler.DefaultHistory, Now: func() time.Time { return clk }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var snap sampler.Snapshot
+			for range 12 { // a minute of history
+				clk = clk.Add(5 * time.Second)
+				snap, _ = s.Tick(clk)
+			}
+			m := advisor.NewMonitor(advisor.Config{Thresholds: advisor.DefaultThresholds()})
+			over := 0
+			for _, d := range snap.Devices {
+				if d.UsedPercent() >= advisor.DefaultThresholds().Warn {
+					over++
+				}
+			}
+			b.ReportMetric(float64(over), "GPUs-over-warn")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				snap.Time = clk.Add(time.Duration(i%12) * 5 * time.Second)
+				snap.Seq++
+				m.Observe(snap)
+			}
+		})
+	}
+}
+
+// fleetAnswers are Prometheus's answers to the fleet's instant queries for
+// f, as JSON.
+func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
+	type series struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	ts := float64(now.UnixMilli()) / 1e3
+	answers := map[string][]series{}
+	add := func(q string, m map[string]string, v float64) {
+		answers[q] = append(answers[q], series{m, [2]any{ts, fmt.Sprint(v)}})
+	}
+	for h := 0; h < f.Hosts; h++ {
+		host := fmt.Sprintf("host%04d", h)
+		inst := fmt.Sprintf("10.0.%d.%d:9400", h/250, h%250)
+		for g := 0; g < f.GPUs; g++ {
+			u := f.Used(h, g, now)
+			dev := map[string]string{"__name__": "vramtop_gpu_memory_total_bytes", "hostname": host, "gpu": fmt.Sprint(g),
+				"UUID": fmt.Sprintf("GPU-%04d-%02d", h, g), "modelName": "NVIDIA H100 80GB HBM3", "device": fmt.Sprintf("nvidia%d", g),
+				"pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x18+g), "instance": inst, "job": "vramtop"}
+			add(fleet.QueryDevices, dev, 80<<30)
+			for name, v := range map[string]float64{
+				"vramtop_gpu_memory_used_bytes": float64(u), "vramtop_gpu_memory_free_bytes": float64(80<<30 - 616<<20 - u),
+				"vramtop_gpu_memory_reserved_bytes": 616 << 20, "vramtop_gpu_utilization_ratio": 0.5,
+				"DCGM_FI_DEV_GPU_TEMP": 55, "DCGM_FI_DEV_POWER_USAGE": 400,
+			} {
+				add(fleet.QueryValues, map[string]string{"__name__": name, "hostname": host, "gpu": fmt.Sprint(g)}, v)
+			}
+			for p := 0; p < f.ProcsPerGPU; p++ {
+				add(fleet.QueryProcs, map[string]string{"__name__": "vramtop_process_gpu_memory_bytes", "hostname": host, "gpu": fmt.Sprint(g),
+					"pid": fmt.Sprint(10000 + g*f.ProcsPerGPU + p), "user": fmt.Sprintf("user%d", h%50), "command": "python train.py", "type": "compute"},
+					float64(u/uint64(f.ProcsPerGPU)))
+			}
+		}
+		add(fleet.QueryValues, map[string]string{"__name__": "vramtop_up", "hostname": host}, 1)
+	}
+	out := map[string][]byte{}
+	for _, q := range []string{fleet.QueryDevices, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargetsDown} {
+		res := answers[q]
+		if res == nil {
+			res = []series{}
+		}
+		b, _ := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+		out[q] = b
+	}
+	return out
+}
+
+// BenchmarkFleetRefresh is one round of the fleet's queries against a
+// Prometheus that answers at once (canned answers over loopback HTTP): the
+// transfer, client_golang's decoding and the building of the device list,
+// without Prometheus's own time (TestFleetScale measures that).
+func BenchmarkFleetRefresh(b *testing.B) {
+	for _, hosts := range benchSizes {
+		b.Run(fmt.Sprintf("%dx8", hosts), func(b *testing.B) {
+			f := benchFleet(hosts)
+			answers := fleetAnswers(f, f.Start)
+			size := 0
+			for _, a := range answers {
+				size += len(a)
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.ParseForm()
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(answers[r.Form.Get("query")])
+			}))
+			defer srv.Close()
+			src, err := fleet.Open(context.Background(), fleet.Config{URL: srv.URL, Interval: time.Hour, Timeout: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer src.Close()
+			ctx := context.Background()
+			src.WaitFirst(ctx)
+			if n := len(src.Info().Devices); n != hosts*8 {
+				b.Fatalf("%d devices, want %d", n, hosts*8)
+			}
+			b.ReportMetric(float64(size)/(1<<20), "MiB/round")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				src.Refresh(ctx)
+			}
+		})
+	}
+}
