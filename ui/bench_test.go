@@ -34,6 +34,24 @@ func BenchmarkView8x100(b *testing.B) {
 	}
 }
 
+// BenchmarkDetailView8x100 builds one frame of a GPU's detail screen: the
+// large plot (most of the screen) and the advice under it.
+func BenchmarkDetailView8x100(b *testing.B) {
+	for _, sz := range [][2]int{{120, 40}, {250, 70}} {
+		b.Run(sizeName(sz), func(b *testing.B) {
+			m, _ := benchModel(b, sz[0], sz[1])
+			keys(m, "enter")
+			if m.screen != screenDetail {
+				b.Fatal("enter did not open the detail")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = m.render()
+			}
+		})
+	}
+}
+
 // BenchmarkSnapshot8x100 is the cost of taking in a snapshot (rows rebuilt,
 // sorted, laid out) plus the frame it causes.
 func BenchmarkSnapshot8x100(b *testing.B) {

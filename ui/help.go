@@ -116,7 +116,7 @@ func (h *helpScreen) content() string {
 	legend := strings.Join([]string{
 		st.Title.Render("What the marks mean"),
 		st.Severity(advisor.Info).Render(glyphUsed+glyphUsed) + " used  " + st.Reserved.Render(glyphReserved+glyphReserved) + " reserved by the driver  " + st.Free.Render(glyphFree+glyphFree) + " free",
-		fmt.Sprintf("bars and graphs turn %s at %.0f%% and %s at %.0f%% (--warn, --crit); ┈ marks those levels",
+		fmt.Sprintf("bars and graphs turn %s at %.0f%% and %s at %.0f%% (--warn, --crit); dotted lines mark those levels",
 			st.Severity(advisor.Warn).Render("yellow / WARN"), th.Warn, st.Severity(advisor.Crit).Render("red / CRIT"), th.Crit),
 		"graphs keep the peak of each column: a short spike the sampler saw stays visible",
 		st.Mine.Render("● bold") + " your processes   " + st.Others.Render("others'") + "   " + st.Exited.Render("dim: exited (peak kept)") + "   " + st.Unattr.Render("unattributed: memory no visible process owns"),
