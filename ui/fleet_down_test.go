@@ -7,8 +7,18 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/sampler"
 )
+
+// The screen knows a down host by the fleet source's mark (ui does not
+// import the source).
+func TestHostDownPrefixIsTheFleets(t *testing.T) {
+	d := sampler.Device{Err: fleet.HostDownPrefix + "exporter not answering since 09:08:00 (last values shown)"}
+	if _, down := hostDown(d); !down || !fleet.IsHostDown(d) || hostDownPrefix != fleet.HostDownPrefix {
+		t.Errorf("ui's %q is not the fleet's %q", hostDownPrefix, fleet.HostDownPrefix)
+	}
+}
 
 // downFleet is a fleet of three hosts where node-a is down: its devices
 // hold the last values seen, marked as the fleet source marks them.
