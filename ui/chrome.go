@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -30,6 +31,7 @@ type headerState struct {
 	paused       bool
 	stale        bool
 	arrived      time.Time // of the last snapshot
+	now          time.Time
 	ended        bool
 }
 
@@ -88,7 +90,7 @@ func (h *headerBar) View() string {
 	}
 	if hs.stale {
 		badges = append(badges, st.SeverityBadge(advisor.Crit).Render(" STALE ")+
-			st.Error.Render(" no data since "+hs.arrived.Format("15:04:05")))
+			st.Error.Render(" no new data for "+fmtAge(hs.now.Sub(hs.arrived).Truncate(time.Second))))
 	}
 	if hs.ended && !hs.replay {
 		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
@@ -126,7 +128,9 @@ func (h *headerBar) View() string {
 
 // bannerBar shows the alerts in force, the source's warnings and errors;
 // empty when there are none. It takes at most an eighth of the screen (four
-// lines).
+// lines, one at least): a long message wraps onto a spare line or is
+// shortened before the process it names, and what does not fit is counted
+// with a pointer to the alerts screen (a).
 type bannerBar struct {
 	st            Styles
 	width, screen int // the screen's height sets the banner's room
@@ -140,29 +144,97 @@ func (b *bannerBar) Bindings() []key.Binding { return nil }
 
 func (b *bannerBar) View() string {
 	st := b.st
-	var lines []string
+	type item struct {
+		tag   string // styled, in front of the first line
+		text  string
+		style lipgloss.Style
+	}
+	var items []item
 	for _, a := range b.alerts {
-		tag := st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " ")
-		lines = append(lines, tag+" "+st.Severity(a.Severity).Render(alertText(b.snap, a)))
+		items = append(items, item{st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " "), alertText(b.snap, a), st.Severity(a.Severity)})
 	}
 	for _, w := range b.snap.Warnings {
-		lines = append(lines, st.Warning.Render("! "+w))
+		items = append(items, item{st.Warning.Render("!"), w, st.Warning})
 	}
 	if b.snap.Err != "" {
-		lines = append(lines, st.Error.Render("error: "+b.snap.Err))
+		items = append(items, item{st.Error.Render("error:"), b.snap.Err, st.Error})
 	}
-	if len(lines) == 0 {
+	if len(items) == 0 || b.width <= 0 {
 		return ""
 	}
 	room := clamp(b.screen/8, 1, 4)
-	if len(lines) > room {
-		more := len(lines) - room + 1
-		lines = append(lines[:room-1], st.Dim.Render(fmt.Sprintf("  … %d more (see the detail views)", more)))
+	shown, more := items, 0
+	if len(items) > room {
+		shown, more = items[:room], len(items)-room
 	}
-	for i := range lines {
-		lines[i] = fit(lines[i], b.width)
+	// Spare lines let a long message wrap onto a second line, in order.
+	spare := room - len(shown)
+	var lines []string
+	for i, it := range shown {
+		tagW := cellWidth(it.tag) + 1
+		w := b.width - tagW
+		suffix := ""
+		if more > 0 && i == len(shown)-1 {
+			suffix = st.Dim.Render(fmt.Sprintf("  +%d more · a: all alerts", more))
+			w -= cellWidth(suffix)
+		}
+		if w < 8 {
+			lines = append(lines, fit(st.Dim.Render(fmt.Sprintf("%d alerts · a: all alerts", len(items))), b.width))
+			continue
+		}
+		first, rest := it.text, ""
+		if cellWidth(it.text) > w && spare > 0 {
+			first, rest = splitWords(it.text, w)
+			spare--
+		}
+		lines = append(lines, fit(it.tag+" "+it.style.Render(shorten(first, w))+suffix, b.width))
+		if rest != "" {
+			lines = append(lines, fit(strings.Repeat(" ", tagW)+it.style.Render(shorten(rest, w)), b.width))
+		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// splitWords splits s after the last word that ends within w cells.
+func splitWords(s string, w int) (string, string) {
+	cut := 0
+	for i, r := range s {
+		if cellWidth(s[:i]) > w {
+			break
+		}
+		if r == ' ' {
+			cut = i
+		}
+	}
+	if cut == 0 {
+		return s, ""
+	}
+	return s[:cut], strings.TrimLeft(s[cut:], " ")
+}
+
+// lastPID is where the last "PID <number>" of s starts; -1 for none.
+func lastPID(s string) int {
+	for i := strings.LastIndex(s, "PID "); i >= 0; i = strings.LastIndex(s[:i], "PID ") {
+		if j := i + len("PID "); j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			return i
+		}
+	}
+	return -1
+}
+
+// shorten fits s into w cells; a message too long keeps its end from the
+// last "PID <number>" on (which process) and cuts the words before it.
+func shorten(s string, w int) string {
+	if cellWidth(s) <= w {
+		return s
+	}
+	if loc := lastPID(s); loc > 0 {
+		tail := s[loc:]
+		if tw := cellWidth(tail); tw+12 <= w {
+			return ansi.Truncate(s[:loc], w-tw-2, "…") + " " + tail
+		}
+	}
+	return ansi.Truncate(s, w, "…")
 }
 
 // alertText is the alert's message; for a GPU filling up (the threshold,
@@ -286,6 +358,8 @@ func footerWord(b key.Binding) string {
 		return "mine"
 	case "K":
 		return "kill"
+	case "a":
+		return "alerts"
 	case "z":
 		return "span"
 	case "space/p":

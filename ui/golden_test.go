@@ -144,3 +144,19 @@ func TestGoldenFleet(t *testing.T) {
 	keys(m, "enter")
 	golden(t, "fleet_120x40_host", screenText(m))
 }
+
+// TestGoldenAlertsAndHelp renders the main view with the advisor's banners,
+// the alerts list (a) and the help (?) at three sizes.
+func TestGoldenAlertsAndHelp(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
+		m := alertsModel(t, sz[0], sz[1])
+		golden(t, fmt.Sprintf("alerts_main_%dx%d", sz[0], sz[1]), screenText(m))
+		checkFits(t, m, sz[0], sz[1])
+		keys(m, "a")
+		golden(t, fmt.Sprintf("alerts_%dx%d", sz[0], sz[1]), screenText(m))
+		checkFits(t, m, sz[0], sz[1])
+		keys(m, "a", "?")
+		golden(t, fmt.Sprintf("help_%dx%d", sz[0], sz[1]), screenText(m))
+		checkFits(t, m, sz[0], sz[1])
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 )
@@ -143,5 +144,7 @@ func (h *helpScreen) content() string {
 		cols = append(cols, strings.Join(col, "\n"))
 	}
 	grid := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
+	// The legend wraps at the width rather than lose its ends.
+	legend = ansi.Wordwrap(legend, h.width, "")
 	return clampLines(title+"\n\n"+grid+"\n\n"+legend, h.width, 1<<20)
 }

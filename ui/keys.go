@@ -9,7 +9,7 @@ type keyMap struct {
 	Tab, Enter, Back                        key.Binding
 	Sort, Filter, Mine, Group, Span         key.Binding
 	Pause, Faster, Slower                   key.Binding
-	Kill, Help, Quit                        key.Binding
+	Kill, Alerts, Help, Quit                key.Binding
 	Watch                                   key.Binding // notify when the selected GPU is free (--notify)
 
 	// Replay only.
@@ -36,10 +36,11 @@ func newKeyMap(replay bool) keyMap {
 		Group:    key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "group by user")),
 		Span:     key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "graph time span")),
 		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause display")),
-		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample faster (halve interval)")),
-		Slower:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "sample slower (double interval)")),
+		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample faster (1m … 50ms)")),
+		Slower:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "sample slower (50ms … 1m)")),
 		Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "SIGTERM, then SIGKILL, own process")),
 		Watch:    key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "watch GPU (--notify)")),
+		Alerts:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "all alerts, since when, where")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		Yes:      key.NewBinding(key.WithKeys("y", "Y")),
@@ -62,6 +63,8 @@ func newKeyMap(replay bool) keyMap {
 		k.Pause.SetEnabled(false)
 		k.Faster.SetEnabled(false)
 		k.Slower.SetEnabled(false)
+		// A recording has no live process to signal.
+		k.Kill.SetEnabled(false)
 	} else {
 		for _, b := range []*key.Binding{&k.StepBack, &k.StepFwd, &k.SeekBack, &k.SeekFwd, &k.SeekStart, &k.SeekEnd, &k.Play, &k.Speed} {
 			b.SetEnabled(false)
@@ -75,7 +78,7 @@ func (k keyMap) helpGroups() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Tab, k.Enter, k.Back},
 		{k.Sort, k.Filter, k.Mine, k.Group, k.Span, k.Kill, k.Watch},
-		{k.Pause, k.Faster, k.Slower, k.Help, k.Quit},
+		{k.Pause, k.Faster, k.Slower, k.Alerts, k.Help, k.Quit},
 	}
 	if k.Play.Enabled() {
 		groups = append(groups, []key.Binding{k.Play, k.StepBack, k.StepFwd, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd, k.Speed})

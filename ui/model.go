@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,8 @@ type (
 	snapshotMsg sampler.Snapshot
 	sourceEnded struct{}
 	staleCheck  struct{ gen uint64 }
+	// staleTick updates the age of stale data once a second.
+	staleTick struct{ gen uint64 }
 	pane        int
 	screen      int
 	observeFunc func(sampler.Snapshot) []advisor.Alert
@@ -41,8 +44,28 @@ var spans = []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour, time.M
 
 const defaultSpan = 5 * time.Minute
 
-// Intervals the +/- keys move between.
-const maxInterval = time.Minute
+// intervalSteps are the sampling intervals the +/- keys step along.
+var intervalSteps = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
+
+// nextInterval is the step after cur (before it when faster); an interval
+// between steps snaps to the next one in that direction, and the ends stay.
+func nextInterval(cur time.Duration, faster bool) time.Duration {
+	if faster {
+		for i := len(intervalSteps) - 1; i >= 0; i-- {
+			if intervalSteps[i] < cur {
+				return intervalSteps[i]
+			}
+		}
+		return intervalSteps[0]
+	}
+	for _, s := range intervalSteps {
+		if s > cur {
+			return s
+		}
+	}
+	return intervalSteps[len(intervalSteps)-1]
+}
 
 // staleAfter is how many publishing intervals without a snapshot make the
 // display stale.
@@ -74,9 +97,10 @@ type Model struct {
 	staleGen uint64
 	interval time.Duration // the interval asked for with +/-
 
-	focus    pane
-	screen   screen
-	showHelp bool
+	focus      pane
+	screen     screen
+	showHelp   bool
+	showAlerts bool
 	fleet    bool
 	host     string // the open host of a fleet; "" shows the host list
 	spanIdx  int
@@ -89,6 +113,7 @@ type Model struct {
 	hosts  hostList
 	detail detailView
 	help   helpScreen
+	alertv alertsScreen
 	prompt killPrompt
 
 	observe    observeFunc
@@ -126,6 +151,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		critSeen: map[string]bool{},
 		euid:     os.Geteuid(),
 		help:     newHelpScreen(),
+		alertv:   newAlertsScreen(),
 	}
 	m.procs = newProcPane(&m.out)
 	if opts.Notify {
@@ -166,6 +192,7 @@ func (m *Model) setStyles(st Styles) {
 		m.detail.span = spans[m.spanIdx]
 	}
 	m.help.setStyles(st, m.keys, m.opts.Thresholds, m.title())
+	m.alertv.setStyles(st, m.keys, m.title())
 }
 
 func gpuPaneWith(g gpuPane, st Styles, keys keyMap, th advisor.Thresholds) gpuPane {
@@ -218,6 +245,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.stale = true
+		cmd = m.tickStale()
+	case staleTick:
+		if msg.gen != m.staleGen || !m.stale {
+			return m, nil
+		}
+		cmd = m.tickStale()
 	case promptExpired:
 		cmd = m.prompt.Update(msg)
 	case tea.KeyPressMsg:
@@ -228,6 +261,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			cmd = m.help.Update(msg)
+		case m.showAlerts:
+			cmd = m.alertv.Update(msg)
 		case m.screen == screenDetail:
 			cmd = m.detail.Update(msg)
 		case m.screen != screenMain:
@@ -304,6 +339,12 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// tickStale schedules the next update of the stale data's age.
+func (m *Model) tickStale() tea.Cmd {
+	gen := m.staleGen
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return staleTick{gen} })
+}
+
 // newCrit reports whether a critical alert appeared that was not in force at
 // the previous snapshot, and remembers the ones in force.
 func (m *Model) newCrit(alerts []advisor.Alert) bool {
@@ -331,7 +372,12 @@ func (m *Model) show(s sampler.Snapshot) {
 		// demo.User whoever runs it.
 		m.procs.SetUser(demo.User)
 	}
-	m.fleet = isFleet(s)
+	if f := isFleet(s); f != m.fleet {
+		// A fleet's processes run on other hosts: K is not offered there.
+		m.fleet = f
+		m.keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
+		m.setStyles(m.st)
+	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
 	sev := newSevIndex(m.alerts)
 	m.gpus.sev, m.hosts.sev, m.detail.sev = sev, sev, sev
@@ -343,6 +389,7 @@ func (m *Model) show(s sampler.Snapshot) {
 	m.gpus.SetSnapshot(m.view)
 	m.procs.SetSnapshot(m.view)
 	m.prompt.Seen(m.view)
+	m.alertv.SetAlerts(m.alerts, m.snap)
 	m.refreshDetail()
 }
 
@@ -376,12 +423,24 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.help.Update(k)
 	}
+	if m.showAlerts {
+		if key.Matches(k, m.keys.Alerts, m.keys.Back) {
+			m.showAlerts = false
+			return nil
+		}
+		if !key.Matches(k, m.keys.Help) {
+			return m.alertv.Update(k)
+		}
+	}
 	m.status = ""
 	switch {
 	case key.Matches(k, m.keys.Help):
 		m.help.SetGroups(m.helpGroups())
 		m.help.vp.GotoTop()
 		m.showHelp = true
+	case key.Matches(k, m.keys.Alerts):
+		m.alertv.vp.GotoTop()
+		m.showAlerts = true
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
 	case key.Matches(k, m.keys.Pause):
@@ -395,7 +454,9 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Span):
 		m.spanIdx = (m.spanIdx + 1) % len(spans)
 		m.gpus.span, m.detail.span = spans[m.spanIdx], spans[m.spanIdx]
-		m.setStatus(false, "graphs show the last %s", fmtSpan(spans[m.spanIdx]))
+		m.refreshDetail()
+		m.relayout()
+		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
 		return m.onDetailKey(k)
 	case m.fleet && m.host == "":
@@ -448,11 +509,7 @@ func (m *Model) changeInterval(faster bool) {
 	if cur <= 0 {
 		cur = sampler.DefaultInterval
 	}
-	next := cur * 2
-	if faster {
-		next = cur / 2
-	}
-	next = min(max(next, sampler.MinInterval), maxInterval)
+	next := max(nextInterval(cur, faster), sampler.MinInterval)
 	m.interval = next
 	m.opts.SetInterval(next)
 	m.setStatus(false, "sampling every %v", next)
@@ -485,6 +542,25 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.gpus.Update(k)
 	}
 	return nil
+}
+
+// spanStatus says what the graphs show after z: the span the detail's
+// legend shows (the same function draws both), which is shorter than the
+// one asked for while the history is.
+func (m *Model) spanStatus() string {
+	asked := spans[m.spanIdx]
+	shown := asked
+	if m.screen == screenDetail {
+		if dev, ok := m.detail.device(); ok {
+			shown = m.detail.shownSpan(dev)
+		}
+	} else if d, ok := m.gpus.Selected(); ok {
+		shown = spanFor(d.History, m.view.Time, m.view.Interval, asked, 1)
+	}
+	if shown < asked {
+		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", fmtSpan(shown), fmtSpan(asked))
+	}
+	return "graphs show the last " + fmtSpan(shown)
 }
 
 func (m *Model) openDetail(t advisor.Target, start int64) {
@@ -537,6 +613,7 @@ func (m *Model) relayout() {
 		return
 	}
 	m.help.SetSize(m.width, m.height)
+	m.alertv.SetSize(m.width, m.height-1)
 	m.gpus.focused = m.focus == paneGPUs
 	m.procs.SetFocus(m.focus == paneProcs)
 	body := m.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
@@ -566,7 +643,7 @@ func (m *Model) fillChrome() {
 	hs := headerState{
 		title: title, snap: m.snap, have: m.have, fleet: m.fleet, hosts: len(m.hosts.hosts), host: m.host,
 		replay: m.opts.Replay != nil, replayStatus: m.replayStatus,
-		paused: m.paused, stale: m.stale, arrived: m.arrived, ended: m.ended,
+		paused: m.paused, stale: m.stale, arrived: m.arrived, now: m.opts.Now(), ended: m.ended,
 	}
 	if m.opts.Replay == nil {
 		hs.interval = m.interval
@@ -584,17 +661,19 @@ func (m *Model) fillChrome() {
 		f.input = m.procs.FilterView()
 	}
 	hostList := m.fleet && m.host == ""
-	if m.screen == screenMain && !hostList {
+	if m.screen == screenMain && !hostList && !m.showAlerts {
 		f.state = m.procs.State()
 	}
 	f.hints = []key.Binding{m.keys.Help, m.keys.Quit}
 	switch {
+	case m.showAlerts:
+		f.hints = append(f.hints, m.keys.Alerts, m.keys.Up, m.keys.Down)
 	case m.screen == screenDetail:
 		f.hints = append(f.hints, m.keys.Back, m.keys.Span, m.keys.Kill)
 	case hostList:
 		f.hints = append(f.hints, m.keys.Enter)
 	default:
-		f.hints = append(f.hints, m.keys.Tab, m.keys.Enter)
+		f.hints = append(f.hints, m.keys.Tab, m.keys.Enter, m.keys.Alerts)
 		f.hints = append(f.hints, m.procs.Bindings()...)
 		f.hints = append(f.hints, m.keys.Pause)
 	}
@@ -633,6 +712,9 @@ func (m *Model) render() string {
 	}
 	if m.showHelp {
 		return padLines(clampLines(m.help.View(), m.width, m.height), m.height)
+	}
+	if m.showAlerts {
+		return padLines(clampLines(m.alertv.View(), m.width, m.height-1), m.height-1) + "\n" + m.footer.View()
 	}
 	parts := []string{m.header.View()}
 	if b := m.banner.View(); b != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/procsignal"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -521,10 +522,11 @@ func TestInterval(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		keys(m, "+")
 	}
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, time.Second, 500 * time.Millisecond,
+		250 * time.Millisecond, 100 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
 	for i, w := range want {
 		if got[i] != w {
-			t.Errorf("interval %d: got %v want %v", i, got[i], w)
+			t.Errorf("interval %d: got %v want %v (all: %v)", i, got[i], w, got)
 		}
 	}
 	if last := got[len(got)-1]; last != sampler.MinInterval {
@@ -532,6 +534,20 @@ func TestInterval(t *testing.T) {
 	}
 	if !strings.Contains(screenText(m), "every 50ms") {
 		t.Error("header should show the new interval")
+	}
+	// All the way up, and back to 1 s.
+	got = nil
+	for i := 0; i < 12; i++ {
+		keys(m, "-")
+	}
+	if last := got[len(got)-1]; last != time.Minute {
+		t.Errorf("- should stop at 1m, got %v", got)
+	}
+	for i := 0; i < 5; i++ {
+		keys(m, "+")
+	}
+	if last := got[len(got)-1]; last != time.Second {
+		t.Errorf("five + from 1m (30s, 10s, 5s, 2s, 1s) should give 1s, got %v", got)
 	}
 	// A source that cannot change it says so.
 	m2, _ := ready(t, 2, 100, 30)
@@ -541,6 +557,29 @@ func TestInterval(t *testing.T) {
 	}
 }
 
+// An interval between the steps snaps to the next step in the direction
+// asked.
+func TestIntervalSnapsToSteps(t *testing.T) {
+	for _, tt := range []struct {
+		from   time.Duration
+		faster bool
+		want   time.Duration
+	}{
+		{62500 * time.Microsecond, false, 100 * time.Millisecond},
+		{62500 * time.Microsecond, true, 50 * time.Millisecond},
+		{937500 * time.Microsecond, false, time.Second},
+		{937500 * time.Microsecond, true, 500 * time.Millisecond},
+		{3 * time.Second, false, 5 * time.Second},
+		{3 * time.Second, true, 2 * time.Second},
+		{2 * time.Minute, true, time.Minute},
+		{time.Minute, false, time.Minute},
+		{50 * time.Millisecond, true, 50 * time.Millisecond},
+	} {
+		if got := nextInterval(tt.from, tt.faster); got != tt.want {
+			t.Errorf("from %v faster=%v: %v, want %v", tt.from, tt.faster, got, tt.want)
+		}
+	}
+}
 func selectProc(t *testing.T, m *Model, match func(procRow) bool) procRow {
 	t.Helper()
 	if m.focus != paneProcs {
@@ -800,18 +839,35 @@ func TestSourceEnded(t *testing.T) {
 	}
 }
 
+// After z the status line and the detail's legend say the same span: the
+// one the graph shows, shorter than the one asked for while the history is.
 func TestSpanKey(t *testing.T) {
-	m, _ := ready(t, 4, 120, 40)
-	keys(m, "enter")
-	if !strings.Contains(screenText(m), "last 5m") {
-		t.Errorf("default span 5m:\n%s", screenText(m))
+	spansOnScreen := func(m *Model) []string {
+		var out []string
+		for _, x := range regexp.MustCompile(`last (\w+)`).FindAllStringSubmatch(screenText(m), -1) {
+			out = append(out, x[1])
+		}
+		return out
 	}
-	keys(m, "z")
-	if m.detail.span != 15*time.Minute || !strings.Contains(screenText(m), "last 15m") {
-		t.Errorf("z should widen the graphs to 15m:\n%s", screenText(m))
+	m, _ := ready(t, 4, 120, 40) // ten minutes of history
+	keys(m, "enter")
+	if got := spansOnScreen(m); len(got) != 1 || got[0] != "5m" {
+		t.Errorf("default span 5m, screen says %v:\n%s", got, screenText(m))
+	}
+	for _, asked := range []string{"15m", "1h"} {
+		keys(m, "z")
+		got := spansOnScreen(m)
+		if len(got) != 2 || got[0] != "10m" || got[1] != "10m" || !strings.Contains(screenText(m), asked+" asked") {
+			t.Errorf("z to %s over ten minutes of history: the screen says %v, want 10m twice:\n%s", asked, got, screenText(m))
+		}
+	}
+	long, _ := newTestModel(Options{})
+	send(long, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, 20*time.Minute)))
+	keys(long, "enter", "z")
+	if got := spansOnScreen(long); len(got) != 2 || got[0] != "15m" || got[1] != "15m" || long.detail.span != 15*time.Minute {
+		t.Errorf("z over twenty minutes of history should show 15m in both, got %v:\n%s", got, screenText(long))
 	}
 }
-
 func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	m, killed := newTestModel(Options{})
 	m.euid = 0
@@ -833,10 +889,24 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	snap := fakeSnap(t, 4)
 	send(r, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	selectProc(t, r, func(r procRow) bool { return r.mine && r.kind == rowProc })
-	keys(r, "K")
-	if r.prompt.Active() || !strings.Contains(screenText(r), "recording") {
-		t.Error("a replayed process must not be offered")
+	noKill := func(m *Model, where string) {
+		t.Helper()
+		keys(m, "K")
+		if m.prompt.Active() {
+			t.Errorf("%s: K opened a prompt", where)
+		}
+		if s := screenText(m); strings.Contains(s, "K kill") {
+			t.Errorf("%s: the footer offers K:\n%s", where, s)
+		}
+		keys(m, "?")
+		if s := screenText(m); strings.Contains(s, "SIGTERM") {
+			t.Errorf("%s: the help offers K:\n%s", where, s)
+		}
+		keys(m, "?")
 	}
+	noKill(r, "replay")
+	keys(r, "enter")
+	noKill(r, "replay, process detail")
 
 	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a"}}
 	fs := fixture(t, src, time.Minute)
@@ -845,10 +915,7 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	send(f, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fs))
 	keys(f, "enter")
 	selectProc(t, f, func(r procRow) bool { return r.mine && r.kind == rowProc })
-	keys(f, "K")
-	if f.prompt.Active() || !strings.Contains(screenText(f), "node-a") {
-		t.Error("a remote host's process must not be signalled here")
-	}
+	noKill(f, "fleet")
 	keys(f, "y")
 	if len(*fk) != 0 {
 		t.Errorf("signalled %v", *fk)
@@ -960,5 +1027,329 @@ func TestGrewMostOnlyForFillingAlerts(t *testing.T) {
 		if strings.Contains(l, "full in ~9 min") && strings.Contains(l, "grew most") {
 			t.Errorf("the message names PID 4100 already: %q", l)
 		}
+	}
+}
+
+// Every sort key orders the live processes by its column (ties by memory),
+// marks the column and says so in the footer; GPU IDs sort as numbers.
+func TestSortEveryKey(t *testing.T) {
+	m, _ := ready(t, 12, 160, 60)
+	live := func() []procRow {
+		var out []procRow
+		for _, r := range m.procs.rows {
+			if r.kind == rowProc && !r.proc.Exited {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		mode   sortMode
+		title  string
+		before func(a, b procRow) bool // a may come before b
+	}{
+		{sortMem, "MEM▼", func(a, b procRow) bool { return a.bytes >= b.bytes }},
+		{sortPeak, "PEAK▼", func(a, b procRow) bool { return a.proc.PeakBytes >= b.proc.PeakBytes }},
+		{sortAge, "AGE▼", func(a, b procRow) bool { return a.age >= b.age }},
+		{sortPID, "PID▼", func(a, b procRow) bool { return a.proc.PID <= b.proc.PID }},
+		{sortUser, "USER▼", func(a, b procRow) bool { return a.proc.User <= b.proc.User }},
+		{sortGPU, "GPU▼", func(a, b procRow) bool { return compareIDs(a.dev, b.dev) <= 0 }},
+	} {
+		if m.procs.sortBy != tt.mode {
+			t.Fatalf("sort is %s, want %s", m.procs.sortBy, tt.mode)
+		}
+		rows := live()
+		distinct := false
+		for i := 1; i < len(rows); i++ {
+			if !tt.before(rows[i-1], rows[i]) {
+				t.Errorf("sort %s: %s (PID %d) before %s (PID %d)", tt.mode, rows[i-1].key(), rows[i-1].proc.PID, rows[i].key(), rows[i].proc.PID)
+			}
+			if !tt.before(rows[i], rows[i-1]) {
+				distinct = true
+			}
+		}
+		if !distinct {
+			t.Errorf("sort %s: the rows do not differ in the key, so nothing is checked", tt.mode)
+		}
+		s := screenText(m)
+		if !strings.Contains(s, tt.title) || !strings.Contains(s, "sort "+tt.mode.String()) && !strings.Contains(s, "sorted by "+tt.mode.String()) {
+			t.Errorf("sort %s: the header should show %s and the footer the sort", tt.mode, tt.title)
+		}
+		keys(m, "s")
+	}
+	// By GPU: 3 comes before 11 (as strings "11" < "3").
+	for i := 0; i < int(sortGPU); i++ {
+		keys(m, "s")
+	}
+	pos := map[string]int{}
+	for i, r := range live() {
+		if _, ok := pos[r.dev]; !ok {
+			pos[r.dev] = i
+		}
+	}
+	for _, lo := range []string{"3", "9"} {
+		a, ok1 := pos[lo]
+		b, ok2 := pos["11"]
+		if !ok1 || !ok2 || a >= b {
+			t.Errorf("GPU %s (row %d, listed %v) should come before GPU 11 (row %d, listed %v)", lo, a, ok1, b, ok2)
+		}
+	}
+}
+
+func TestCompareIDs(t *testing.T) {
+	ordered := []string{"0", "0/1", "0/2", "0/10", "1", "2", "10", "11", "node-a:2", "node-a:10", "node-b:0"}
+	for i := range ordered {
+		for j := range ordered {
+			if got, want := compareIDs(ordered[i], ordered[j]), cmpInt(i, j); got != want {
+				t.Errorf("compareIDs(%q, %q) = %d, want %d", ordered[i], ordered[j], got, want)
+			}
+		}
+	}
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// alertsModel is the demo after ten minutes under the real advisor, fed a
+// snapshot every 30 s from minute 8 (so alerts have a history).
+func alertsModel(t *testing.T, w, h int) *Model {
+	t.Helper()
+	m, _ := newTestModel(Options{User: demo.User, Version: "test"})
+	mon := advisor.NewMonitor(m.cfg)
+	m.observe = mon.Observe
+	send(m, tea.WindowSizeMsg{Width: w, Height: h})
+	for d := 8 * time.Minute; d <= 10*time.Minute; d += 30 * time.Second {
+		send(m, snapshotMsg(demoSnap(t, d)))
+	}
+	if len(m.alerts) < 4 {
+		t.Fatalf("the demo should raise several alerts, got %d", len(m.alerts))
+	}
+	return m
+}
+
+// The banners keep the process an alert names at 120 columns, and at 60×15
+// show the most severe alert with a count of the rest; a lists them all,
+// since when, where, whole, and scrolls.
+func TestAlertsBannerAndScreen(t *testing.T) {
+	m := alertsModel(t, 120, 40)
+	banner := strings.Split(screenText(m), "\n")[1:5]
+	named := 0
+	for _, a := range m.alerts {
+		pid := pidIn(alertText(m.snap, a))
+		if pid == "" {
+			continue
+		}
+		for _, l := range banner {
+			if strings.Contains(l, a.Message[:12]) {
+				named++
+				if !strings.Contains(l, pid) {
+					t.Errorf("the banner cuts %q of the alert %q: %q", pid, a.Message, l)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatalf("no alert naming a PID is in the banner, so nothing is checked:\n%s", strings.Join(banner, "\n"))
+	}
+
+	small := alertsModel(t, 60, 15)
+	s := screenText(small)
+	if !strings.Contains(s, "CRIT") || !strings.Contains(s, fmt.Sprintf("+%d more · a: all alerts", len(small.alerts)-1)) {
+		t.Errorf("at 60×15 the banner should show the critical alert and count the others:\n%s", s)
+	}
+	keys(small, "a")
+	s = screenText(small)
+	if !small.showAlerts || !strings.Contains(s, fmt.Sprintf("alerts (%d in force)", len(small.alerts))) {
+		t.Fatalf("a should open the list of alerts:\n%s", s)
+	}
+	last := small.alerts[len(small.alerts)-1]
+	if strings.Contains(s, last.Rule) {
+		t.Fatalf("at 60×15 the last alert should need scrolling:\n%s", s)
+	}
+	for _, x := range small.alerts[:1] {
+		if !strings.Contains(s, x.Rule) || !strings.Contains(s, "since ") || !strings.Contains(s, "GPU "+x.DeviceID) {
+			t.Errorf("the list lacks where and since when of %s:\n%s", x.Rule, s)
+		}
+	}
+	keys(small, "G")
+	if s := screenText(small); !strings.Contains(s, last.Rule) || !strings.Contains(s, "100%") {
+		t.Errorf("G should scroll to the last alert (%s):\n%s", last.Rule, s)
+	}
+	checkFits(t, small, 60, 15)
+	keys(small, "esc")
+	if small.showAlerts {
+		t.Error("esc should close the list")
+	}
+}
+
+func pidIn(s string) string {
+	return regexp.MustCompile(`PID \d+`).FindString(s)
+}
+
+// At 80×24 the help does not fit: it scrolls to its last line.
+func TestHelpScrolls(t *testing.T) {
+	m, _ := ready(t, 4, 80, 24)
+	keys(m, "?")
+	s := screenText(m)
+	if !strings.Contains(s, "move up") || strings.Contains(s, "namespace to name it") || !strings.Contains(s, "scroll") {
+		t.Fatalf("the help at 80×24 should start at the top and say it scrolls:\n%s", s)
+	}
+	checkFits(t, m, 80, 24)
+	keys(m, "G")
+	s = screenText(m)
+	if !strings.Contains(s, "namespace to name it") || strings.Contains(s, "move up") {
+		t.Errorf("G should show the end of the help:\n%s", s)
+	}
+	send(m, tea.KeyPressMsg{Code: tea.KeyPgUp}, tea.KeyPressMsg{Code: tea.KeyPgUp}, tea.KeyPressMsg{Code: tea.KeyPgUp})
+	if s := screenText(m); !strings.Contains(s, "move up") {
+		t.Errorf("pgup should come back to the top:\n%s", s)
+	}
+	keys(m, "esc")
+	if m.showHelp {
+		t.Error("esc should close the help")
+	}
+}
+
+// A source that stops publishing (an NVML call that hangs) leaves the view
+// live: keys and resizes still work, and the header says for how long no
+// data came.
+func TestStaleWhileTheSourceHangs(t *testing.T) {
+	now := fixedStart
+	m, _ := newTestModel(Options{Now: func() time.Time { return now }})
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	cmd := send(m, snapshotMsg(fakeSnap(t, 4)))
+	if cmd == nil {
+		t.Fatal("a snapshot should schedule the stale check")
+	}
+	now = now.Add(4 * time.Second)
+	if cmd := send(m, staleCheck{gen: m.staleGen}); cmd == nil {
+		t.Error("stale data should schedule the next update of its age")
+	}
+	if s := screenText(m); !strings.Contains(s, "STALE") || !strings.Contains(s, "no new data for 4s") {
+		t.Errorf("the header should say the data is stale:\n%s", s)
+	}
+	now = now.Add(8 * time.Second)
+	send(m, staleTick{gen: m.staleGen})
+	if s := screenText(m); !strings.Contains(s, "no new data for 12s") {
+		t.Errorf("the age should follow the clock:\n%s", s)
+	}
+	keys(m, "s")
+	if m.procs.sortBy != sortPeak {
+		t.Error("keys should still work while no data comes")
+	}
+	send(m, tea.WindowSizeMsg{Width: 90, Height: 30})
+	checkFits(t, m, 90, 30)
+	if s := screenText(m); !strings.Contains(s, "STALE") {
+		t.Errorf("still stale after the resize:\n%s", s)
+	}
+	send(m, snapshotMsg(fakeSnap(t, 4)))
+	if m.stale || strings.Contains(screenText(m), "STALE") {
+		t.Error("a new snapshot should clear stale")
+	}
+	if cmd := send(m, staleTick{gen: m.staleGen - 1}); cmd != nil {
+		t.Error("a tick of an earlier stale spell should not go on")
+	}
+}
+
+// A GPU that is lost (its error set) is marked on its row, and shows as
+// normal again when it comes back.
+func TestLostGPUComesBack(t *testing.T) {
+	m, _ := ready(t, 4, 120, 40)
+	lost := fakeSnap(t, 4)
+	lost.Devices = append([]sampler.Device(nil), lost.Devices...)
+	lost.Devices[2].Err = "GPU is lost"
+	send(m, snapshotMsg(lost))
+	var row string
+	for _, l := range strings.Split(screenText(m), "\n") {
+		if strings.Contains(l, "GPU is lost") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatalf("the lost GPU is not marked:\n%s", screenText(m))
+	}
+	send(m, snapshotMsg(fakeSnap(t, 4)))
+	if s := screenText(m); strings.Contains(s, "GPU is lost") || !strings.Contains(s, "GPU 2") {
+		t.Errorf("the GPU came back but is still marked:\n%s", s)
+	}
+}
+
+// The prompt holds the process for promptTTL at most, and closes when the
+// process leaves the snapshot; nothing is sent then.
+func TestKillPromptExpires(t *testing.T) {
+	now := fixedStart
+	m, killed := newTestModel(Options{Now: func() time.Time { return now }})
+	var handles []*fakeHandle
+	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+		h := &fakeHandle{t: t, log: killed}
+		handles = append(handles, h)
+		return h, nil
+	}
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
+	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	cmd := keys(m, "K")
+	if !m.prompt.Active() || cmd == nil {
+		t.Fatal("K should open the prompt and schedule its end")
+	}
+	send(m, promptExpired{gen: m.prompt.gen})
+	if m.prompt.Active() || !strings.Contains(screenText(m), "expired") || !handles[0].closed {
+		t.Errorf("the prompt should expire, say so and let the process go:\n%s", screenText(m))
+	}
+	// An answer that comes after the time is up sends nothing either.
+	keys(m, "K")
+	now = now.Add(promptTTL + time.Second)
+	keys(m, "y")
+	if len(*killed) != 0 || !strings.Contains(screenText(m), "expired") {
+		t.Errorf("a late y sent %v", *killed)
+	}
+	// The process exits while the prompt is open.
+	now = fixedStart
+	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(m, "K")
+	gone := fakeSnap(t, 4)
+	gone.Devices = append([]sampler.Device(nil), gone.Devices...)
+	for i, d := range gone.Devices {
+		if d.ID == r.dev {
+			var ps []sampler.Process
+			for _, p := range d.Processes {
+				if p.PID != r.proc.PID {
+					ps = append(ps, p)
+				}
+			}
+			gone.Devices[i].Processes = ps
+		}
+	}
+	send(m, snapshotMsg(gone))
+	if m.prompt.Active() || !strings.Contains(screenText(m), "exited before the answer") || !handles[len(handles)-1].closed {
+		t.Errorf("the prompt should close when its process leaves:\n%s", screenText(m))
+	}
+	keys(m, "y")
+	if len(*killed) != 0 {
+		t.Errorf("signalled %v", *killed)
+	}
+}
+
+// What procsignal refuses (a reused PID, an exited process) is said on the
+// status line, and no prompt opens.
+func TestKillRefusedByTheCheck(t *testing.T) {
+	m, killed := ready(t, 4, 120, 40)
+	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+		return nil, fmt.Errorf("PID %d %w: it started at 09:12:01.00, the one shown at 08:01:00.00 (the PID was reused)", t.PID, procsignal.ErrChanged)
+	}
+	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	keys(m, "K")
+	if m.prompt.Active() || !strings.Contains(screenText(m), fmt.Sprintf("nothing sent: PID %d is no longer the process shown", r.proc.PID)) {
+		t.Errorf("a refused check should say so:\n%s", screenText(m))
+	}
+	keys(m, "y")
+	if len(*killed) != 0 {
+		t.Errorf("signalled %v", *killed)
 	}
 }

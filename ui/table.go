@@ -215,12 +215,8 @@ var procColumns = columnTable{
 		}
 		return na
 	}},
-	{title: "%", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string {
-		if !r.hasBytes {
-			return ""
-		}
-		return fmtPct(r.pct)
-	}},
+	// %GPU: of the process's GPU.
+	{title: "%GPU", sort: noSort, right: true, width: 4, cell: pctCell},
 	{title: "PEAK", sort: sortPeak, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
 		if r.kind != rowProc || r.proc.PeakBytes == 0 {
 			return ""
@@ -258,12 +254,8 @@ var userColumns = columnTable{
 		}
 		return sizeCell(r.bytes, short)
 	}},
-	{title: "%", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string {
-		if !r.hasBytes {
-			return ""
-		}
-		return fmtPct(r.pct)
-	}},
+	// %ALL: of all the GPUs shown.
+	{title: "%ALL", sort: noSort, right: true, width: 4, cell: pctCell},
 	{title: "PEAK", sort: noSort, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
 		if r.peak == 0 {
 			return ""
@@ -271,6 +263,13 @@ var userColumns = columnTable{
 		return sizeCell(r.peak, short)
 	}},
 	{title: "BIGGEST", sort: noSort, cell: func(r procRow, _ bool) string { return r.top }},
+}
+
+func pctCell(r procRow, _ bool) string {
+	if !r.hasBytes {
+		return ""
+	}
+	return fmtPct(r.pct)
 }
 
 func sizeCell(b uint64, short bool) string {
@@ -332,6 +331,10 @@ func (l *tableLayout) widen(rows []procRow, short bool) {
 		w := c.width
 		if short && c.short > 0 {
 			w = c.short
+		}
+		// Room for the title and the sort's ▼.
+		if c.sort != noSort {
+			w = max(w, cellWidth(c.title)+1)
 		}
 		if c.grow != nil {
 			most := c.most

@@ -1,0 +1,178 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// alertsScreen lists every alert in force: its severity, since when, on
+// which GPU and process, and its whole message; then the source's warnings
+// and errors. It scrolls.
+type alertsScreen struct {
+	st     Styles
+	keys   keyMap
+	title  string
+	width  int
+	height int
+	alerts []advisor.Alert
+	since  map[string]time.Time // when the view first saw an alert that carries no Since
+	snap   sampler.Snapshot
+	vp     viewport.Model
+}
+
+func newAlertsScreen() alertsScreen {
+	return alertsScreen{vp: viewport.New(), since: map[string]time.Time{}}
+}
+
+func (a *alertsScreen) setStyles(st Styles, keys keyMap, title string) {
+	a.st, a.keys, a.title = st, keys, title
+	a.vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
+	a.refresh()
+}
+
+func alertKey(x advisor.Alert) string {
+	return fmt.Sprintf("%s|%s|%d", x.Rule, x.DeviceID, x.PID)
+}
+
+// SetAlerts sets the alerts in force at snap.
+func (a *alertsScreen) SetAlerts(alerts []advisor.Alert, snap sampler.Snapshot) {
+	a.alerts, a.snap = alerts, snap
+	seen := make(map[string]time.Time, len(alerts))
+	for _, x := range alerts {
+		k := alertKey(x)
+		t, ok := a.since[k]
+		if !ok {
+			t = snap.Time
+		}
+		seen[k] = t
+	}
+	a.since = seen
+	a.refresh()
+}
+
+func (a *alertsScreen) SetSize(w, h int) {
+	if w == a.width && h == a.height {
+		return
+	}
+	a.width, a.height = w, h
+	a.refresh()
+}
+
+func (a *alertsScreen) Bindings() []key.Binding {
+	return []key.Binding{a.keys.Up, a.keys.Down, a.keys.PageUp, a.keys.PageDown, a.keys.Alerts, a.keys.Back}
+}
+
+func (a *alertsScreen) Update(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(k, a.keys.Top):
+			a.vp.GotoTop()
+			return nil
+		case key.Matches(k, a.keys.Bottom):
+			a.vp.GotoBottom()
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	a.vp, cmd = a.vp.Update(msg)
+	return cmd
+}
+
+func (a *alertsScreen) refresh() {
+	if a.width <= 0 || a.height <= 0 {
+		return
+	}
+	a.vp.SetWidth(a.width)
+	a.vp.SetHeight(max(a.height-2, 1))
+	y := a.vp.YOffset()
+	a.vp.SetContent(a.content())
+	a.vp.SetYOffset(y)
+}
+
+func (a *alertsScreen) View() string {
+	if a.width <= 0 || a.height <= 0 {
+		return ""
+	}
+	n := len(a.alerts)
+	head := a.st.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.title, n)) + a.st.Dim.Render("   (a or esc to close)")
+	foot := ""
+	if a.vp.TotalLineCount() > a.vp.Height() {
+		foot = fmt.Sprintf("  ↑/↓ pgup/pgdn: scroll · %d%%", int(a.vp.ScrollPercent()*100+0.5))
+	}
+	return fit(head, a.width) + "\n" + a.vp.View() + "\n" + a.st.Dim.Render(fit(foot, a.width))
+}
+
+// content is one block per alert: a line of what, where and since when,
+// then the message wrapped under it.
+func (a *alertsScreen) content() string {
+	st := a.st
+	var lines []string
+	if len(a.alerts) == 0 {
+		lines = append(lines, st.Dim.Render("  no alerts in force"))
+	}
+	const indent = "       "
+	wrapW := max(a.width-len(indent), 10)
+	for _, x := range a.alerts {
+		since := x.Since
+		if since.IsZero() {
+			since = a.since[alertKey(x)]
+		}
+		where := "GPU " + x.DeviceID
+		if d, ok := a.snap.Device(x.DeviceID); ok {
+			where = "GPU " + deviceLabel(d) + " " + shortName(d.Name)
+			if d.Hostname != "" {
+				where = d.Hostname + " " + where
+			}
+		}
+		parts := []string{st.SeverityBadge(x.Severity).Render(" " + fit(strings.ToUpper(x.Severity.String()), 4) + " "), st.Accent.Render(where)}
+		if x.PID != 0 {
+			parts = append(parts, "PID "+fmt.Sprint(x.PID)+" "+a.processName(x))
+		}
+		if !since.IsZero() {
+			s := "since " + since.Format("15:04:05")
+			if d := a.snap.Time.Sub(since); d >= time.Second {
+				s += " (" + fmtAge(d) + ")"
+			}
+			parts = append(parts, st.Dim.Render(s))
+		}
+		parts = append(parts, st.Dim.Render(x.Rule))
+		lines = append(lines, strings.Join(parts, "  "))
+		for _, l := range strings.Split(ansi.Wordwrap(alertText(a.snap, x), wrapW, ""), "\n") {
+			lines = append(lines, indent+st.Severity(x.Severity).Render(l))
+		}
+	}
+	for _, w := range a.snap.Warnings {
+		lines = append(lines, st.Warning.Render("! "+w))
+	}
+	if a.snap.Err != "" {
+		lines = append(lines, st.Error.Render("error: "+a.snap.Err))
+	}
+	return clampLines(strings.Join(lines, "\n"), a.width, 1<<20)
+}
+
+// processName is the user and command of the alert's process.
+func (a *alertsScreen) processName(x advisor.Alert) string {
+	d, ok := a.snap.Device(x.DeviceID)
+	if !ok {
+		return ""
+	}
+	for _, p := range d.Processes {
+		if p.PID == x.PID {
+			u := p.User
+			if u == "" {
+				u = "?"
+			}
+			return u + " " + firstWord(p.Command)
+		}
+	}
+	return ""
+}
