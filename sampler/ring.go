@@ -13,6 +13,8 @@ import (
 const (
 	blockSize    = 128
 	minBlockSize = 16
+	// firstBlockSize is where a ring's first block starts.
+	firstBlockSize = 4
 )
 
 type sample struct {
@@ -59,11 +61,24 @@ func (t *tier) push(s sample) (dropped sample, ok bool) {
 	}
 	pos := t.off + t.n
 	bi := pos >> t.shift
-	if bi == t.nblk {
+	i := pos & (1<<t.shift - 1)
+	switch {
+	case bi == t.nblk && t.nblk == 0:
+		// The first block starts small and doubles up to full size: a
+		// short-lived process's history stays small. A block outgrown is
+		// copied, never written again, so Windows holding it stay valid.
+		t.ptrs[t.first] = make(block, min(firstBlockSize, 1<<t.shift))
+		t.nblk++
+	case bi == t.nblk:
 		t.ptrs[(t.first+t.nblk)%len(t.ptrs)] = make(block, 1<<t.shift)
 		t.nblk++
+	case i >= len(t.ptrs[(t.first+bi)%len(t.ptrs)]):
+		old := t.ptrs[(t.first+bi)%len(t.ptrs)]
+		grown := make(block, min(2*len(old), 1<<t.shift))
+		copy(grown, old)
+		t.ptrs[(t.first+bi)%len(t.ptrs)] = grown
 	}
-	t.ptrs[(t.first+bi)%len(t.ptrs)][pos&(1<<t.shift-1)] = s
+	t.ptrs[(t.first+bi)%len(t.ptrs)][i] = s
 	t.n++
 	if t.n > t.capacity {
 		dropped, ok = t.ptrs[t.first][t.off], true
