@@ -297,10 +297,17 @@ func explainRegion(text string, firstLine int, fd *folder, gate bool) {
 		lastLine := f.lineAt(max(h.start, h.end-1))
 		e.Message = f.excerpt(li, lastLine, 400)
 		e.ctx = anchorCtx{text: f.text, at: h.start}
-		h.fm.parse(f.text[h.start:segEnd], f.raw[li], &e)
+		h.fm.parse(f.text[h.start:segEnd], pathContext(f, li, h.start), &e)
 		e.ctx = anchorCtx{}
 		fd.add(e)
 	}
+}
+
+// pathContext is the text that names the source path of the message at
+// offset at, line li: the cleaned text just before it (the lines a
+// terminal wrapped it from), then its own raw line (its logger prefix).
+func pathContext(f *flatLog, li, at int) string {
+	return f.text[max(0, at-300):at] + "\n" + f.raw[li]
 }
 
 // A folder keeps the last message of a log and counts them, merging an
@@ -313,6 +320,9 @@ type folder struct {
 }
 
 func (fd *folder) add(m Explanation) {
+	if fd.n > 0 && m.Framework == "process" && fd.last.Kind == "host" && fd.last.Confidence == "" {
+		return // the exit status of a kill already explained (OOMKilled, the OOM killer)
+	}
 	if fd.n > 0 {
 		prev := fd.last
 		merge := false

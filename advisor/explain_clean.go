@@ -67,7 +67,9 @@ func cleanLines(log string) []cleanLine {
 	}
 	log = strings.ReplaceAll(log, "\r\n", "\n")
 	var out []cleanLine
-	for i, raw := range strings.Split(log, "\n") {
+	lines := strings.Split(log, "\n")
+	for i, raw := range lines {
+		raw = stripLabel(lines, i)
 		for _, part := range strings.Split(raw, "\r") { // progress bars redraw with \r
 			for _, dec := range decodeNested(part, 3) {
 				for _, l := range strings.Split(strings.ReplaceAll(dec, "\r", "\n"), "\n") {
@@ -78,6 +80,27 @@ func cleanLines(log string) []cleanLine {
 		}
 	}
 	return out
+}
+
+// srunLabel is srun --label's task number before each line: "3: ".
+var srunLabel = regexp.MustCompile(`^\s*(\d{1,4}):\s`)
+
+// stripLabel returns lines[i] without srun's label when the line before or
+// after carries the same one: a line a terminal wrapped may start with
+// "7: " too ("…manager.h:10" / "7: cudaMalloc failed").
+func stripLabel(lines []string, i int) string {
+	m := srunLabel.FindStringSubmatch(lines[i])
+	if m == nil {
+		return lines[i]
+	}
+	for _, j := range []int{i - 1, i + 1} {
+		if j >= 0 && j < len(lines) {
+			if n := srunLabel.FindStringSubmatch(lines[j]); n != nil && n[1] == m[1] {
+				return lines[i][len(m[0]):]
+			}
+		}
+	}
+	return lines[i]
 }
 
 // decodeNested decodes a line, then what it carries, up to depth times: a
@@ -232,9 +255,9 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 
 // prefixREs are logger and launcher prefixes, stripped from the start of a
 // line again and again while one matches.
 var prefixREs = []*regexp.Regexp{
-	// torchrun / torch.distributed: "[rank3]:", "[default0]:"; srun --label: "3: ".
+	// torchrun / torch.distributed: "[rank3]:", "[default0]:" (srun's "3: ":
+	// stripLabel).
 	regexp.MustCompile(`^\s*\[(?:rank|default|local_rank)\d+\]:\s?`),
-	regexp.MustCompile(`^\s*\d{1,4}:\s`),
 	// Ray: "(RayWorkerWrapper pid=1234, ip=10.0.0.1)".
 	regexp.MustCompile(`^\s*\([\w-]*\s?pid=\d+(?:,\s*ip=[\w.:]+)?\)\s?`),
 	// Timestamps: ISO, with optional brackets, zone; "12:00:00.123"; CRI "stdout F".

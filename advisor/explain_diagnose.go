@@ -195,7 +195,7 @@ var frameworkNames = map[string]string{
 	"llama.cpp": "llama.cpp", "onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT", "tgi": "TGI (text-generation-inference)",
 	"cupy": "CuPy", "paddle": "PaddlePaddle", "sglang": "SGLang", "mxnet": "MXNet", "triton": "Triton",
 	"deepspeed": "DeepSpeed", "kernel": "The Linux OOM killer", "process": "A killed process",
-	"numpy": "NumPy", "python": "Python", "jvm": "The JVM",
+	"numpy": "NumPy", "python": "Python", "jvm": "The JVM", "kubernetes": "Kubernetes",
 }
 
 func (e *Explanation) frameworkName() string {

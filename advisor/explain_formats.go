@@ -41,6 +41,7 @@ var formats = []oomFormat{
 	{framework: "pytorch", anchor: re(`DataLoader\s*worker\s*\(pid\s*\d+\)\s*is\s*killed\s*by\s*signal:\s*(?:Bus\s*error|Killed)|[Uu]nexpected\s*bus\s*error\s*encountered\s*in\s*worker`), parse: parseDataLoader, lits: []string{"iskilledbysignal", "unexpectedbuserror"}},
 	{framework: "jvm", anchor: re(`java\.lang\.OutOfMemoryError:\s*(?:Java\s*heap\s*space|GC\s*overhead\s*limit\s*exceeded|Direct\s*buffer\s*memory|Metaspace|unable\s*to\s*create\s*(?:new\s*)?native\s*thread|Requested\s*array\s*size\s*exceeds\s*VM\s*limit)`), parse: parseHostRAM, lits: []string{"java.lang.outofmemoryerror:"}},
 	{framework: "kernel", anchor: re(`(?:Memory\s*cgroup\s*out\s*of\s*memory|Out\s*of\s*memory):\s*Kill(?:ed)?\s*process\s*\d+|Killed\s*process\s*\d+\s*\([^)]{0,64}\)\s*total-vm`), parse: parseKernelOOM, lits: []string{"killprocess", "killedprocess"}},
+	{framework: "kubernetes", anchor: re(`OOMKilled`), parse: parseKubernetes, lits: []string{"oomkilled"}},
 	{framework: "process", anchor: re(`Killed`), accept: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
 	{framework: "process", anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM, lits: []string{"oomwhenallocatingtensor"}},
@@ -407,14 +408,18 @@ const pinReach = 1500
 
 // frameworkFromPath tells TensorFlow from XLA/JAX by the source path a
 // logged line names.
-// JAX builds XLA with TensorFlow's tree vendored as external/org_tensorflow
-// (later external/xla); TensorFlow itself logs tensorflow/compiler/xla/...
+// frameworkFromPath tells TensorFlow from XLA/JAX by the source path that
+// the text before a message names, the nearest one winning. JAX builds XLA
+// with TensorFlow's tree vendored as external/org_tensorflow (later
+// external/xla); TensorFlow itself logs tensorflow/compiler/xla/...
 func frameworkFromPath(line string, e *Explanation) {
-	l := strings.ToLower(line)
+	l := strings.ReplaceAll(strings.ToLower(line), "external/org_tensorflow/tensorflow", "external/xla")
+	jax := max(strings.LastIndex(l, "external/org_tensorflow"), strings.LastIndex(l, "external/xla"), strings.LastIndex(l, "jax"))
+	tf := strings.LastIndex(l, "tensorflow")
 	switch {
-	case strings.Contains(l, "external/org_tensorflow") || strings.Contains(l, "external/xla") || strings.Contains(l, "jax"):
+	case jax >= 0 && jax > tf:
 		e.Framework = "jax"
-	case strings.Contains(l, "tensorflow"):
+	case tf >= 0:
 		e.Framework = "tensorflow"
 	case strings.Contains(l, "xla/"):
 		e.Framework = "jax"

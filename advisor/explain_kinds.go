@@ -215,6 +215,13 @@ func parseDataLoader(seg, line string, e *Explanation) {
 
 var dataLoaderKilled = re(`signal:\s*Killed`)
 
+// Kubernetes: a container that passed its memory limit ("Reason:
+// OOMKilled", "Exit Code: 137"): the limit is the cgroup's, not the node's
+// RAM.
+func parseKubernetes(seg, line string, e *Explanation) {
+	parseHostRAM(seg, line, e)
+}
+
 // A process killed by SIGKILL, as a shell or launcher reports it: "Killed"
 // alone on a line, "bash: line 1: 1921 Killed  python train.py", "exit code
 // 137", torchrun's "exitcode: -9". Most often the kernel's OOM killer.
@@ -309,6 +316,9 @@ func diagnoseKind(e *Explanation) (ok bool) {
 		case e.key == "shm":
 			s = "The shared memory (/dev/shm) that DataLoader workers pass batches through ran out, not GPU memory" +
 				" (a container's default is 64 MiB: docker run --shm-size=16g or --ipc=host)."
+		case e.Framework == "kubernetes":
+			s = "The container passed its memory limit and the kernel ended it (OOMKilled): host RAM as the pod's limit counts it, not GPU memory" +
+				" (raise resources.limits.memory, or use less RAM)."
 		case e.Framework == "jvm":
 			s += ": the Java heap (or its off-heap memory) was full: raise -Xmx (spark.driver.memory / spark.executor.memory)."
 		case e.Framework == "kernel" && len(e.Processes) > 0:

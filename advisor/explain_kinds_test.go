@@ -140,6 +140,7 @@ func TestExplainMoreMessages(t *testing.T) {
 		{"DataLoader killed", "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. ", "pytorch", "host", "likely", 0, 0, 0, 0},
 		{"JVM heap", "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space", "jvm", "host", "", 0, 0, 0, 0},
 		{"Python MemoryError", "  File \"prep.py\", line 12, in <module>\n    data = f.read()\nMemoryError\n", "python", "host", "", 0, 0, 0, 0},
+		{"Kubernetes", "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n", "kubernetes", "host", "", 0, 0, 0, 0},
 		{"old CPU allocator", "RuntimeError: [enforce fail at CPUAllocator.cpp:56] data. DefaultCPUAllocator: not enough memory: you tried to allocate 12GB. Buy new RAM!",
 			"pytorch", "host", "", 12 << 30, 0, 0, 0},
 	} {

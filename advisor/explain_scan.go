@@ -21,13 +21,14 @@ import (
 //     logger prefixes) and searched with the message patterns.
 
 // scanKeywords are searched for as they are, in the cases messages print
-// them. Each message holds one whole even when a terminal wrapped it inside
-// another word ("out of mem" / "ory" still holds "out of").
+// them; each costs a pass over the log, so a keyword that every message
+// holding it holds another of is left out ("OOM when allocating" has
+// "alloc"). Each message holds one whole even when a terminal wrapped it
+// inside another word ("out of mem" / "ory" still holds "out of").
 var scanKeywords = []string{
-	"memory", "Memory", "MEMORY", "alloc", "Alloc", "ALLOC", "OOM", "oom",
-	"exhaust", "Exhaust", "EXHAUST", "CUDNN_STATUS", "CUBLAS_STATUS", "Killed", "killed", "KILLED",
-	"SIGKILL", "137", "exitcode", "out of", "Out of", "OUT OF", "OUT_OF", "OutOf",
-	"Stats:", "Limit:",
+	"memory", "Memory", "MEMORY", "alloc", "Alloc", "ALLOC",
+	"CUDNN_STATUS", "CUBLAS_STATUS", "Killed", "SIGKILL", "exitcode", "code 137", "status 137",
+	"out of", "Out of", "OUT_OF", "ran out", "Stats:", "Limit:", "KV cache", "bus error", "Bus error",
 }
 
 // scanTriggers: a candidate line is searched only when its neighbourhood,
@@ -45,6 +46,9 @@ var scanTriggers = []string{
 	"allocatorcacheflushes", "cannotallocatememory", "memoryerror", "outofsharedmemory",
 	"insufficientsharedmemory", "cublas_status_", "thatwasnotpossible", "memoryspacehbm",
 	"cudaruntime(outofmemory)",
+	// Short ones, for messages wrapped over lines that each carry a logger
+	// prefix (which squeezing does not remove): BFC statistics, vLLM.
+	"limit:", "kvcache",
 }
 
 var scanTriggerBytes = func() [][]byte {
@@ -250,7 +254,9 @@ func candidateLines(log string) []int {
 }
 
 // triggered tells whether the line starting at s, with the end of the line
-// before and the start of the line after, holds a trigger.
+// before and the start of the line after, holds a trigger. A short line may
+// be a piece of a message that a terminal wrapped: then the 512 bytes
+// around it are tried too, whatever lines they cross.
 func triggered(log string, s int, buf []byte) (bool, []byte) {
 	e := lineEnd(log, s)
 	buf = buf[:0]
@@ -263,12 +269,26 @@ func triggered(log string, s int, buf []byte) (bool, []byte) {
 		ne := lineEnd(log, n)
 		buf = squeeze(buf, log[n:min(ne, n+512)])
 	}
+	if hasTrigger(buf) {
+		return true, buf
+	}
+	if e-s >= shortLine {
+		return false, buf
+	}
+	buf = squeeze(buf[:0], log[max(0, s-512):min(len(log), e+512)])
+	return hasTrigger(buf), buf
+}
+
+// shortLine: a line shorter than this may be a piece of a wrapped message.
+const shortLine = 100
+
+func hasTrigger(buf []byte) bool {
 	for _, t := range scanTriggerBytes {
 		if bytes.Contains(buf, t) {
-			return true, buf
+			return true
 		}
 	}
-	return false, buf
+	return false
 }
 
 // regions returns the parts of the log to search for messages, in order,
