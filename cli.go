@@ -51,9 +51,6 @@ func commands() []command {
 	}
 }
 
-// topSettings are the config keys of the live view.
-var topSettings = []string{"warn", "crit", "interval", "history", "bell", "color"}
-
 // describer is the stderr a command is described with: newFlagSet hands
 // it the command's flag set and help, and parse stops the command before
 // it reads anything.
@@ -148,8 +145,15 @@ func applyColor(cfg config.Settings) {
 	}
 }
 
-// demoValues are the values --demo takes as a separate argument.
-var demoValues = map[string]bool{"auto": true, "on": true, "off": true, "true": true, "false": true}
+// isDemoValue reports whether s is a value --demo takes as a separate
+// argument.
+func isDemoValue(s string) bool {
+	switch s {
+	case "auto", "on", "off", "true", "false":
+		return true
+	}
+	return false
+}
 
 // joinDemo reads "--demo auto" as "--demo=auto" (--demo alone means on,
 // so the flag takes no separate value otherwise); "--" ends the flags.
@@ -160,7 +164,7 @@ func joinDemo(args []string) []string {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if a == "--demo" && i+1 < len(args) && demoValues[args[i+1]] {
+		if a == "--demo" && i+1 < len(args) && isDemoValue(args[i+1]) {
 			a = "--demo=" + args[i+1]
 			i++
 		}
@@ -173,6 +177,8 @@ func joinDemo(args []string) []string {
 // it runs, to the arguments that follow the command's name; the command's
 // exit status goes to *code.
 func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
+	// The live view takes these settings.
+	topSettings := []string{"warn", "crit", "interval", "history", "bell", "color"}
 	root := cobraCommand("vramtop", runTop, topSettings, cfg, raw, code)
 	root.Use = "vramtop"
 	root.Short = "GPU memory, live"
