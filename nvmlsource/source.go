@@ -29,13 +29,17 @@ const migRescanInterval = 30 * time.Second
 // microseconds, while the lists cost milliseconds at a hundred processes
 // (NVML builds each under its global lock). The bound catches memory that
 // moved between processes without changing the total.
-const listMaxAge = 10 * time.Second
+const listMaxAge = 30 * time.Second
+
+// hostStatsEvery is how often the /proc details of processes in reused lists
+// are read again (one stat file each: their CPU and host memory).
+const hostStatsEvery = 5 * time.Second
 
 // graphicsListEvery is how often the graphics list of a device that has shown
 // no graphics process is read: it costs as much empty as full (1.3–1.8 ms
 // with 100 compute processes on an H200). Until then a new graphics client's
 // memory counts as unattributed.
-const graphicsListEvery = 10 * time.Second
+const graphicsListEvery = 30 * time.Second
 
 // migStaleRescan is how soon the MIG layout is read again after a MIG
 // instance failed to report (it may have been destroyed).
@@ -79,9 +83,22 @@ type nvmlSource struct {
 	lastNow    time.Time
 	rescan     bool
 
+	// spans are where each device's processes stand in the buffer of the
+	// ReadProcesses call under way; hostAt is when /proc was last read.
+	spans  []listSpan
+	hostAt time.Time
+
 	pidIdx   map[uint32]int
 	utilSeen map[uint32]uint64
 	closed   bool
+}
+
+// listSpan is one device's processes in a ReadProcesses buffer; reused when
+// they are the device's last list.
+type listSpan struct {
+	d          *nvmlDev
+	start, end int
+	reused     bool
 }
 
 // nvmlDev is one entry of the device list: a GPU, or a MIG instance of one.
@@ -499,6 +516,8 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 	if len(errs) != len(s.devs) {
 		return buf, fmt.Errorf("NVML source: %d error slots for %d devices", len(errs), len(s.devs))
 	}
+	s.spans = s.spans[:0]
+	fresh := false
 	for i, d := range s.devs {
 		errs[i] = nil
 		if d.h == nil {
@@ -510,10 +529,12 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 			continue
 		}
 		if d.hasListed && d.memOK && d.used == d.listedUsed && now.Sub(d.listedAt) < listMaxAge && !now.Before(d.listedAt) {
+			start := len(buf)
 			for _, p := range d.listed {
 				p.Device = i
 				buf = append(buf, p)
 			}
+			s.spans = append(s.spans, listSpan{d, start, len(buf), true})
 			continue
 		}
 		start := len(buf)
@@ -541,17 +562,27 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 				errs[i] = d.procErr.get("listing graphics processes", ret)
 			}
 		}
-		d.listed = append(d.listed[:0], buf[start:]...)
+		s.spans = append(s.spans, listSpan{d, start, len(buf), false})
 		d.listedUsed, d.listedAt, d.hasListed = d.used, now, d.memOK && errs[i] == nil
+		fresh = true
 	}
-	for i := range buf {
-		p := &buf[i]
-		pi := s.proc.Lookup(p.PID)
-		p.Visible = pi.Visible
-		p.UID, p.HasUID, p.User = pi.UID, pi.HasUID, pi.User
-		p.Command, p.Container, p.StartTime = pi.Command, pi.Container, pi.StartTime
+	// Every list reused: the processes are the last sweep's, whose /proc
+	// details (read one stat file each) are refreshed every hostStatsEvery,
+	// for their CPU and host memory. A fresh list reads them all, so a PID
+	// that came back is seen as the new process it is.
+	if fresh || s.hostAt.IsZero() || now.Sub(s.hostAt) >= hostStatsEvery || now.Before(s.hostAt) {
+		for i := range buf {
+			s.proc.Lookup(buf[i].PID).Fill(&buf[i])
+		}
+		s.proc.Prune()
+		s.hostAt = now
+		fresh = true
 	}
-	s.proc.Prune()
+	for _, sp := range s.spans {
+		if fresh || !sp.reused {
+			sp.d.listed = append(sp.d.listed[:0], buf[sp.start:sp.end]...)
+		}
+	}
 	return buf, nil
 }
 

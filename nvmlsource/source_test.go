@@ -4,6 +4,8 @@ package nvmlsource
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -814,5 +816,84 @@ func TestNVMLIdleGPUSkipsProcessUtilization(t *testing.T) {
 	h.gpus[0].util = 35
 	if got := poll(time.Second); calls() != 1 || got[key] != 40 {
 		t.Fatalf("busy GPU: %d calls, utilization %v; want one call and PID 1001 at 40", calls(), got)
+	}
+}
+
+// While every list is reused, /proc is read again only every hostStatsEvery
+// (for the processes' CPU and host memory); a fresh list reads it at once.
+func TestNVMLReusedListsReadProcLess(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].compute = nvmlProcs(4242, 10*nvmlGiB)
+	root := t.TempDir()
+	writeFakeProc(t, root, []uint32{4242})
+	s, err := newSource(h.srv, sampler.NewProcReader(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	errs := make([]error, len(out))
+	visible := func(d time.Duration) bool {
+		t.Helper()
+		now := nvmlT0.Add(d)
+		if err := s.ReadMemory(now, out); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := s.ReadProcesses(now, nil, errs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.PID == 4242 {
+				return p.Visible && p.Command != ""
+			}
+		}
+		t.Fatalf("PID 4242 not listed: %+v", ps)
+		return false
+	}
+	if !visible(0) {
+		t.Fatal("PID 4242 not visible with its command at first")
+	}
+	// The process's /proc entry goes away (it moved to another PID namespace,
+	// say) while the card's memory stays the same.
+	if err := os.RemoveAll(filepath.Join(root, "4242")); err != nil {
+		t.Fatal(err)
+	}
+	if !visible(time.Second) {
+		t.Error("a reused list within hostStatsEvery read /proc again")
+	}
+	if visible(hostStatsEvery + time.Second) {
+		t.Errorf("after hostStatsEvery (%v) /proc was not read again", hostStatsEvery)
+	}
+	// A fresh list (memory moved) reads /proc at once.
+	writeFakeProc(t, root, []uint32{4242})
+	h.gpus[0].mem.Used += nvmlMiB
+	if !visible(hostStatsEvery + 2*time.Second) {
+		t.Error("a fresh list did not read /proc")
+	}
+}
+
+// What /proc tells of a process reaches the snapshot's sample: its
+// container's job and its host memory.
+func TestNVMLProcessesCarryProcDetails(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[0].compute = nvmlProcs(4242, 10*nvmlGiB)
+	root := t.TempDir()
+	writeFakeProc(t, root, []uint32{4242})
+	s, err := newSource(h.srv, sampler.NewProcReader(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	errs := make([]error, len(out))
+	s.ReadMemory(nvmlT0, out)
+	ps, err := s.ReadProcesses(nvmlT0, nil, errs)
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("%v %v", ps, err)
+	}
+	p := ps[0]
+	if p.Job == nil || p.Job.ContainerID == "" || !p.HasHostMemory || p.HostMemoryBytes == 0 {
+		t.Errorf("process 4242: job %+v, host memory %d (%v); want its docker container and its RSS", p.Job, p.HostMemoryBytes, p.HasHostMemory)
 	}
 }
