@@ -95,7 +95,8 @@ func TestHelpCommand(t *testing.T) {
 			}
 		}
 		for _, w := range c.hasNo {
-			if strings.Contains(help, w) {
+			// A flag's own line: "  -o, --output FILE  ..." or "      --once  ...".
+			if regexp.MustCompile(`(?m)^ +(-\w, )?` + w + `\b`).MatchString(help) {
 				t.Errorf("help %s lists %q, a flag it does not have:\n%s", c.cmd, w, help)
 			}
 		}
