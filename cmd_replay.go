@@ -68,9 +68,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	loaded := make(chan opened, 1)
 	var mu sync.Mutex
+	// The live view from the start of one file shows its first frame
+	// while the rest is indexed.
+	background := !*once && *at == "" && len(files) == 1 && isTerminal(stdout)
 	go func() {
-		rec, err := replay.Open(ctx, files, func(w replay.Warning) { mu.Lock(); warn(w); mu.Unlock() })
-		loaded <- opened{rec, err}
+		w := func(w replay.Warning) { mu.Lock(); warn(w); mu.Unlock() }
+		var o opened
+		if background {
+			o.rec, o.err = replay.OpenBackground(ctx, files[0], w)
+		} else {
+			o.rec, o.err = replay.Open(ctx, files, w)
+		}
+		loaded <- o
 	}()
 	var rec *replay.Recording
 	var err error

@@ -113,3 +113,22 @@ func BenchmarkReplayAt(b *testing.B) {
 		}
 	}
 }
+
+// TestWriteBenchRecordings writes the benchmark's recordings (fast-mode
+// demo, 1 h and 4 h) into $VRAMTOP_REPLAY_BENCH_DIR, for measuring the
+// command itself (docs/PERFORMANCE.md); skipped without it.
+func TestWriteBenchRecordings(t *testing.T) {
+	dir := os.Getenv("VRAMTOP_REPLAY_BENCH_DIR")
+	if dir == "" {
+		t.Skip("VRAMTOP_REPLAY_BENCH_DIR not set")
+	}
+	t0 := time.Date(2026, 3, 14, 1, 0, 0, 0, time.UTC)
+	for _, span := range []time.Duration{time.Hour, 4 * time.Hour} {
+		path := filepath.Join(dir, fmt.Sprintf("fast-%v.jsonl", span))
+		os.Remove(path)
+		if _, err := recsynth.Record(path, demo.New(t0), t0, sampler.MinInterval, sampler.DefaultHistory, span); err != nil {
+			t.Fatal(err)
+		}
+		t.Log(path)
+	}
+}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -179,4 +180,35 @@ func firstByteDiff(a, b string) int {
 		i++
 	}
 	return max(0, i-80)
+}
+
+// TestOpenBackground: a recording opened in the background answers at once
+// and, once indexed, holds what Load reads, snapshot for snapshot.
+func TestOpenBackground(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.jsonl.gz")
+	want := demoRun(t, path, time.Second, time.Minute, 3*time.Minute, recorder.Options{})
+	rec, err := OpenBackground(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	// Used while the scan runs (the race detector checks the sharing).
+	for range 50 {
+		if n := rec.Len(); n == 0 || rec.End().Before(rec.Start()) {
+			t.Fatalf("%d snapshots, ending %v", n, rec.End())
+		}
+		rec.Snapshot(rec.Len() - 1)
+	}
+	<-rec.Scanned()
+	if rec.Len() != len(want) {
+		t.Fatalf("%d snapshots indexed, %d written", rec.Len(), len(want))
+	}
+	for _, i := range []int{0, len(want) / 2, len(want) - 1} {
+		if g, w := canon(t, rec.Snapshot(i)), canon(t, want[i]); g != w {
+			t.Errorf("snapshot %d differs:\n%s", i, firstDiff(g, w))
+		}
+	}
+	if _, err := OpenBackground(context.Background(), filepath.Join(t.TempDir(), "missing"), nil); err == nil {
+		t.Error("a missing file opened")
+	}
 }

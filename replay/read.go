@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vramtop/vramtop/recorder"
@@ -107,6 +108,8 @@ type scanner struct {
 	sawHeader bool
 	noHeader  bool // warned about snapshots before any header
 	ctx       context.Context
+	// onLine is called after each snapshot line indexed.
+	onLine func()
 }
 
 func (p *scanner) warnf(line int, format string, args ...any) {
@@ -261,8 +264,7 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		if h.Version > recorder.Version {
 			p.warnf(p.line, "recording format version %d is newer than this vramtop reads (%d); reading what it knows", h.Version, recorder.Version)
 		}
-		p.r.headers = append(p.r.headers, &h)
-		p.hdr, p.sawHeader = int32(len(p.r.headers)-1), true
+		p.hdr, p.sawHeader = p.r.addHeader(&h), true
 		p.key = -1 // a header starts the keyframes over
 		return
 	}
@@ -282,16 +284,13 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		p.warnf(p.line, "line with the time %s skipped (not a time of a recording)", hd.T.UTC().Format(time.RFC3339))
 		return
 	}
-	if p.r.zone == nil {
-		p.r.zone = hd.T.Location()
-	}
+	p.r.setZone(hd.T.Location())
 	if p.hdr < 0 {
 		if !p.noHeader {
 			p.warnf(p.line, "snapshot before any header line; device names unknown")
 			p.noHeader = true
 		}
-		p.r.headers = append(p.r.headers, &recorder.Header{Format: recorder.Format, Version: recorder.Version})
-		p.hdr = int32(len(p.r.headers) - 1)
+		p.hdr = p.r.addHeader(&recorder.Header{Format: recorder.Format, Version: recorder.Version})
 	}
 	e := entry{
 		t: hd.T.UnixNano(), seq: hd.Seq, off: off + int64(lead), n: uint32(len(line)), line: int32(p.line),
@@ -299,8 +298,7 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 	}
 	switch {
 	case hd.Key:
-		p.r.keys = append(p.r.keys, loc{file: p.fileIdx, mem: mem, off: e.off, n: e.n, line: e.line})
-		p.key, p.keyT = int32(len(p.r.keys)-1), e.t
+		p.key, p.keyT = p.r.addKey(loc{file: p.fileIdx, mem: mem, off: e.off, n: e.n, line: e.line}), e.t
 	case hd.KF != nil:
 		if p.key < 0 || *hd.KF != p.keyT {
 			p.warnf(p.line, "line skipped: its keyframe is missing or damaged")
@@ -308,7 +306,38 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		}
 		e.kf = p.key
 	}
-	p.r.lines = append(p.r.lines, e)
+	p.r.addLine(e)
+	if p.onLine != nil {
+		p.onLine()
+	}
+}
+
+func (r *Recording) addHeader(h *recorder.Header) int32 {
+	r.ixMu.Lock()
+	defer r.ixMu.Unlock()
+	r.ix.headers = append(r.ix.headers, h)
+	return int32(len(r.ix.headers) - 1)
+}
+
+func (r *Recording) addKey(l loc) int32 {
+	r.ixMu.Lock()
+	defer r.ixMu.Unlock()
+	r.ix.keys = append(r.ix.keys, l)
+	return int32(len(r.ix.keys) - 1)
+}
+
+func (r *Recording) addLine(e entry) {
+	r.ixMu.Lock()
+	r.ix.lines = append(r.ix.lines, e)
+	r.ixMu.Unlock()
+}
+
+func (r *Recording) setZone(z *time.Location) {
+	r.ixMu.Lock()
+	if r.ix.zone == nil {
+		r.ix.zone = z
+	}
+	r.ixMu.Unlock()
 }
 
 func shortErr(err error) string {
@@ -351,8 +380,10 @@ func (p *scanner) scanGzip(size int64) error {
 		zr, err := gzip.NewReader(cr)
 		if err == nil {
 			zr.Multistream(false)
+			p.r.ixMu.Lock()
 			mem := int32(len(p.f.members))
 			p.f.members = append(p.f.members, off)
+			p.r.ixMu.Unlock()
 			err = p.readLines(zr, mem)
 			if err == nil {
 				err = zr.Close()
@@ -469,7 +500,7 @@ func (c ctxReader) Read(b []byte) (int, error) {
 // scanFile indexes one recording file. Damage costs the damaged lines
 // only; it is reported through warn. Only a file that cannot be read at
 // all, or holds no recording, is an error.
-func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn func(Warning)) error {
+func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn func(Warning), onLine func()) error {
 	osf, err := openFile(ctx, name)
 	if err != nil {
 		return err
@@ -486,8 +517,8 @@ func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn fun
 	}
 	magic := make([]byte, 2)
 	n, _ := osf.ReadAt(magic, 0)
-	p := &scanner{r: r, f: f, fileIdx: uint16(idx), warn: warn, hdr: -1, key: -1, ctx: ctx}
-	before := len(r.lines)
+	p := &scanner{r: r, f: f, fileIdx: uint16(idx), warn: warn, hdr: -1, key: -1, ctx: ctx, onLine: onLine}
+	before := len(r.view().lines)
 	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		f.gz = true
 		if err := p.scanGzip(st.Size()); err != nil {
@@ -500,7 +531,7 @@ func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn fun
 		}
 		p.finish()
 	}
-	if len(r.lines) == before && !p.sawHeader {
+	if len(r.view().lines) == before && !p.sawHeader {
 		return fmt.Errorf("%s is not a vramtop recording", display)
 	}
 	return nil
@@ -528,40 +559,106 @@ func Open(ctx context.Context, paths []string, warn func(Warning)) (*Recording, 
 	}
 	r := &Recording{warn: warn, warned: map[int32]bool{}}
 	for i, path := range paths {
-		if err := r.scanFile(ctx, path, i, warn); err != nil {
+		if err := r.scanFile(ctx, path, i, warn, nil); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
-	if len(r.lines) == 0 {
+	if len(r.ix.lines) == 0 {
 		r.Close()
 		return nil, fmt.Errorf("%s holds no snapshots", strings.Join(paths, ", "))
 	}
-	// Parts in any order: by time, stable so one file's order is kept.
-	slices.SortStableFunc(r.lines, func(a, b entry) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
-	// The same part named twice, or overlapping parts: keep one of each moment.
-	out := r.lines[:1]
-	for _, e := range r.lines[1:] {
+	r.ix.lines = sortLines(r.ix.lines)
+	return r, nil
+}
+
+// sortLines puts lines in time order (parts named in any order; stable, so
+// one file's order is kept) and keeps one of each moment where parts
+// overlap or one is named twice.
+func sortLines(lines []entry) []entry {
+	if slices.IsSortedFunc(lines, cmpTime) {
+		return lines
+	}
+	lines = slices.Clone(lines)
+	slices.SortStableFunc(lines, cmpTime)
+	out := lines[:1]
+	for _, e := range lines[1:] {
 		last := out[len(out)-1]
 		if e.file != last.file && e.t == last.t && e.seq == last.seq {
 			continue
 		}
 		out = append(out, e)
 	}
-	r.lines = slices.Clip(out)
+	return slices.Clip(out)
+}
+
+func cmpTime(a, b entry) int {
+	switch {
+	case a.t < b.t:
+		return -1
+	case a.t > b.t:
+		return 1
+	}
+	return 0
+}
+
+// OpenBackground opens one recording file and returns as soon as its first
+// snapshot is indexed, indexing the rest in the background: the live view
+// shows the start of a long recording at once. Len and End grow until the
+// scan ends (Scanned). Errors after the first snapshot are reported
+// through warn.
+func OpenBackground(ctx context.Context, path string, warn func(Warning)) (*Recording, error) {
+	if warn == nil {
+		warn = func(Warning) {}
+	}
+	ctx, stop := context.WithCancel(ctx)
+	r := &Recording{warn: warn, warned: map[int32]bool{}, stop: stop, scanned: make(chan struct{})}
+	first := make(chan struct{})
+	var once sync.Once
+	ready := func() { once.Do(func() { close(first) }) }
+	var err error
+	go func() {
+		defer close(r.scanned)
+		defer ready()
+		if err = r.scanFile(ctx, path, 0, warn, ready); err != nil {
+			if ctx.Err() == nil && len(r.view().lines) > 0 {
+				warn(Warning{File: path, Msg: fmt.Sprintf("reading stopped: %v", err)})
+			}
+			return
+		}
+		r.ixMu.Lock()
+		r.ix.lines = sortLines(r.ix.lines)
+		r.ixMu.Unlock()
+	}()
+	<-first
+	if len(r.view().lines) == 0 {
+		<-r.scanned
+		if err == nil {
+			err = fmt.Errorf("%s holds no snapshots", path)
+		}
+		r.Close()
+		return nil, err
+	}
 	return r, nil
 }
 
-// Close closes the recording's files.
+// Scanned is closed once the whole recording is indexed (at once for
+// Open).
+func (r *Recording) Scanned() <-chan struct{} {
+	if r.scanned == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return r.scanned
+}
+
+// Close stops a background scan and closes the recording's files.
 func (r *Recording) Close() error {
+	if r.stop != nil {
+		r.stop()
+		<-r.scanned
+	}
 	for _, f := range r.files {
 		f.f.Close()
 	}

@@ -2,10 +2,13 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -18,20 +21,40 @@ import (
 // which any snapshot is rebuilt with the history windows the sampler had
 // then. It is safe for concurrent use. Close it when done.
 type Recording struct {
-	files   []*file
-	headers []*recorder.Header
-	keys    []loc
-	lines   []entry
-	warn    func(Warning)
-	// zone is the time zone of the recording's first line, its times are
-	// given in.
-	zone *time.Location
+	files []*file
+	warn  func(Warning)
+
+	// The index, appended to while a background scan runs (ixMu), and the
+	// view of it a rebuild works on (cx, under mu).
+	ixMu sync.RWMutex
+	ix   index
+	cx   index
+	// stop ends a background scan; scanned is closed when it has ended.
+	stop    context.CancelFunc
+	scanned chan struct{}
 
 	mu     sync.Mutex
 	warned map[int32]bool // lines reported damaged while rebuilding
 	cur    *cursor
 	seqR   lineReader // reads lines in order
 	keyR   lineReader // reads keyframes
+}
+
+// index is what a scan found: the headers, keyframes and snapshot lines,
+// and the time zone of the first line, which times are given in.
+type index struct {
+	headers []*recorder.Header
+	keys    []loc
+	lines   []entry
+	zone    *time.Location
+}
+
+// view returns the index as it stands: its slices only grow, and what they
+// hold never changes.
+func (r *Recording) view() index {
+	r.ixMu.RLock()
+	defer r.ixMu.RUnlock()
+	return r.ix
 }
 
 // series is the recent history of one device or process: its last samples,
@@ -86,29 +109,36 @@ type cursor struct {
 	rec    recorder.Record
 	recIdx int // the line rec is from; -1: none yet
 	kfIdx  int32
-	kf     recorder.Record
+	kf     *recorder.Record
 }
 
 // Demo reports whether the recording is of the built-in demo.
-func (r *Recording) Demo() bool { return r.headers[r.lines[0].hdr].Demo }
+func (r *Recording) Demo() bool {
+	x := r.view()
+	return x.headers[x.lines[0].hdr].Demo
+}
 
-// Len returns the number of snapshots.
-func (r *Recording) Len() int { return len(r.lines) }
+// Len returns the number of snapshots (so far, while a background scan
+// runs).
+func (r *Recording) Len() int { return len(r.view().lines) }
 
 // Start returns the time of the first snapshot.
 func (r *Recording) Start() time.Time { return r.Time(0) }
 
-// End returns the time of the last snapshot.
-func (r *Recording) End() time.Time { return r.Time(len(r.lines) - 1) }
+// End returns the time of the last snapshot (so far).
+func (r *Recording) End() time.Time { x := r.view(); return x.time(len(x.lines) - 1) }
 
 // Time returns the time of snapshot i.
-func (r *Recording) Time(i int) time.Time { return time.Unix(0, r.lines[i].t).In(r.zone) }
+func (r *Recording) Time(i int) time.Time { x := r.view(); return x.time(i) }
+
+func (x *index) time(i int) time.Time { return time.Unix(0, x.lines[i].t).In(x.zone) }
 
 // Index returns the snapshot in force at t: the last one at or before t
 // (the first one when t is before the recording).
 func (r *Recording) Index(t time.Time) int {
+	x := r.view()
 	tn := t.UnixNano()
-	i := sort.Search(len(r.lines), func(i int) bool { return r.lines[i].t > tn })
+	i := sort.Search(len(x.lines), func(i int) bool { return x.lines[i].t > tn })
 	if i == 0 {
 		return 0
 	}
@@ -142,9 +172,10 @@ func config(h *recorder.Header) (interval, history time.Duration, devCap, procCa
 // plus a margin for late samples. (A sampler slowed down while recording
 // spans more; its oldest samples are then left out.)
 func (r *Recording) from(i int) int {
-	_, history, _, _ := config(r.headers[r.lines[i].hdr])
-	t := r.lines[i].t - int64(history+history/4)
-	return sort.Search(len(r.lines), func(j int) bool { return r.lines[j].t >= t })
+	x := &r.cx
+	_, history, _, _ := config(x.headers[x.lines[i].hdr])
+	t := x.lines[i].t - int64(history+history/4)
+	return sort.Search(len(x.lines), func(j int) bool { return x.lines[j].t >= t })
 }
 
 // Snapshot rebuilds snapshot i as the sampler published it, its history
@@ -152,6 +183,8 @@ func (r *Recording) from(i int) int {
 func (r *Recording) Snapshot(i int) sampler.Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.cx = r.view()
+	r.seqR.ixMu, r.keyR.ixMu = &r.ixMu, &r.ixMu
 	start := r.from(i)
 	c := r.cur
 	if c == nil || c.i > i || i-c.i > i-start {
@@ -159,23 +192,103 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 		r.cur = c
 	}
 	for c.i < i {
-		c.i++
-		r.apply(c, c.i)
+		n := min(i-c.i, batchLines)
+		r.applyBatch(c, c.i+1, c.i+n)
+		c.i += n
 	}
 	if c.recIdx < 0 {
 		// Every line up to i is damaged: what line i says is unknown.
-		return sampler.Snapshot{Time: r.Time(i)}
+		return sampler.Snapshot{Time: r.cx.time(i)}
 	}
 	return r.snapshot(c, c.recIdx)
 }
 
-// apply reads line j into the cursor.
-func (r *Recording) apply(c *cursor, j int) {
-	e := r.lines[j]
-	rec, err := r.decode(c, e)
-	if err == nil {
-		err = checkTimes(&rec)
+// batchLines is how many lines are read, then decoded on all CPUs, at a
+// time.
+const batchLines = 256
+
+// decoded is one line of a batch.
+type decoded struct {
+	b   []byte
+	kf  *recorder.Record // its keyframe, for a delta line
+	rec recorder.Record
+	err error
+}
+
+// applyBatch reads lines from..to (in order: a gzip stream is read
+// sequentially), decodes them in parallel and applies them in order.
+func (r *Recording) applyBatch(c *cursor, from, to int) {
+	batch := make([]decoded, to-from+1)
+	for k := range batch {
+		e := r.cx.lines[from+k]
+		b, err := r.seqR.read(r.files[e.file], e.mem, e.off, e.n)
+		if err == nil && e.kf >= 0 {
+			batch[k].kf, err = r.keyframe(c, e.kf)
+		}
+		batch[k].b, batch[k].err = bytes.Clone(b), err
 	}
+	workers := min(runtime.GOMAXPROCS(0), len(batch))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for k := w; k < len(batch); k += workers {
+				d := &batch[k]
+				if d.err == nil {
+					d.rec, d.err = decodeLine(d.b, d.kf)
+				}
+				d.b = nil
+			}
+		})
+	}
+	wg.Wait()
+	for k := range batch {
+		r.apply(c, from+k, batch[k].rec, batch[k].err)
+	}
+}
+
+// keyframe returns keyframe k decoded, reading it unless it is the
+// cursor's last.
+func (r *Recording) keyframe(c *cursor, k int32) (*recorder.Record, error) {
+	if c.kfIdx == k {
+		return c.kf, nil
+	}
+	l := r.cx.keys[k]
+	kb, err := r.keyR.read(r.files[l.file], l.mem, l.off, l.n)
+	if err != nil {
+		return nil, err
+	}
+	var kf recorder.Record
+	if err := recorder.DecodeRecord(kb, &kf); err != nil {
+		return nil, fmt.Errorf("its keyframe (line %d) is damaged: %v", l.line, err)
+	}
+	c.kf, c.kfIdx = &kf, k
+	return c.kf, nil
+}
+
+// decodeLine decodes a whole record, or a delta expanded against its
+// keyframe kf, and checks its times.
+func decodeLine(b []byte, kf *recorder.Record) (recorder.Record, error) {
+	var rec recorder.Record
+	if kf == nil {
+		if err := recorder.DecodeRecord(b, &rec); err != nil {
+			return rec, err
+		}
+	} else {
+		var d recorder.Delta
+		if err := recorder.DecodeDelta(b, &d); err != nil {
+			return rec, err
+		}
+		var err error
+		if rec, err = recorder.Expand(kf, &d); err != nil {
+			return rec, err
+		}
+	}
+	return rec, checkTimes(&rec)
+}
+
+// apply takes line j, decoded as rec (or damaged: err), into the cursor.
+func (r *Recording) apply(c *cursor, j int, rec recorder.Record, err error) {
+	e := r.cx.lines[j]
 	if err != nil {
 		if !r.warned[int32(j)] && len(r.warned) < 1<<16 {
 			r.warned[int32(j)] = true
@@ -183,7 +296,7 @@ func (r *Recording) apply(c *cursor, j int) {
 		}
 		return
 	}
-	_, _, devCap, procCap := config(r.headers[e.hdr])
+	_, _, devCap, procCap := config(r.cx.headers[e.hdr])
 	c.step++
 	get := func(k seriesKey) *series {
 		s := c.series[k]
@@ -230,37 +343,6 @@ func (r *Recording) apply(c *cursor, j int) {
 	c.rec, c.recIdx = rec, j
 }
 
-// decode reads and decodes line e: a whole record, or a delta expanded
-// against its keyframe.
-func (r *Recording) decode(c *cursor, e entry) (recorder.Record, error) {
-	b, err := r.seqR.read(r.files[e.file], e.mem, e.off, e.n)
-	if err != nil {
-		return recorder.Record{}, err
-	}
-	if e.kf < 0 {
-		var rec recorder.Record
-		err := recorder.DecodeRecord(b, &rec)
-		return rec, err
-	}
-	if c.kfIdx != e.kf {
-		k := r.keys[e.kf]
-		kb, err := r.keyR.read(r.files[k.file], k.mem, k.off, k.n)
-		if err != nil {
-			return recorder.Record{}, err
-		}
-		var kf recorder.Record
-		if err := recorder.DecodeRecord(kb, &kf); err != nil {
-			return recorder.Record{}, fmt.Errorf("its keyframe (line %d) is damaged: %v", k.line, err)
-		}
-		c.kf, c.kfIdx = kf, e.kf
-	}
-	var d recorder.Delta
-	if err := recorder.DecodeDelta(b, &d); err != nil {
-		return recorder.Record{}, err
-	}
-	return recorder.Expand(&c.kf, &d)
-}
-
 // checkTimes refuses a record holding a time no recording has (a zeroed
 // or garbled one), so no consumer sees it.
 func checkTimes(rec *recorder.Record) error {
@@ -295,11 +377,11 @@ func checkTimes(rec *recorder.Record) error {
 // snapshot builds the Snapshot of line i from the cursor's record and
 // series.
 func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
-	e := r.lines[i]
-	h, rec := r.headers[e.hdr], c.rec
+	e := r.cx.lines[i]
+	h, rec := r.cx.headers[e.hdr], c.rec
 	interval, _, devCap, procCap := config(h)
 	snap := sampler.Snapshot{
-		Time: r.Time(i), Hostname: h.Hostname, DriverVersion: h.DriverVersion,
+		Time: r.cx.time(i), Hostname: h.Hostname, DriverVersion: h.DriverVersion,
 		NVMLVersion: h.NVMLVersion, CUDAVersion: h.CUDAVersion,
 		Source: h.Source, Demo: h.Demo, Interval: interval,
 		Warnings: rec.Warnings, Err: rec.Err, Seq: rec.Seq,
@@ -356,11 +438,20 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 // lineReader reads lines of a recording by their place, keeping a gzip
 // member open between reads that move forward through it.
 type lineReader struct {
-	f   *file
-	mem int32
-	pos int64 // decompressed bytes read from the member
-	zr  *gzip.Reader
-	buf []byte
+	ixMu *sync.RWMutex
+	f    *file
+	mem  int32
+	pos  int64 // decompressed bytes read from the member
+	zr   *gzip.Reader
+	buf  []byte
+}
+
+// member is where gzip member mem of f starts (the members are appended
+// to while a background scan runs).
+func (l *lineReader) member(f *file, mem int32) int64 {
+	l.ixMu.RLock()
+	defer l.ixMu.RUnlock()
+	return f.members[mem]
 }
 
 func (l *lineReader) read(f *file, mem int32, off int64, n uint32) ([]byte, error) {
@@ -373,7 +464,7 @@ func (l *lineReader) read(f *file, mem int32, off int64, n uint32) ([]byte, erro
 		return b, err
 	}
 	if l.zr == nil || l.f != f || l.mem != mem || l.pos > off {
-		start := f.members[mem]
+		start := l.member(f, mem)
 		st, err := f.f.Stat()
 		if err != nil {
 			return nil, err
