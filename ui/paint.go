@@ -71,6 +71,8 @@ func narrowSymbol(r rune) bool {
 		return true
 	case r >= 0x2500 && r <= 0x25ff: // box drawing, blocks, shapes
 		return true
+	case r >= 0x2800 && r <= 0x28ff: // braille: the plots
+		return true
 	}
 	return false
 }

@@ -284,13 +284,19 @@ func scaleFor(totalGiB float64, th advisor.Thresholds, rows int) (s yScale, ok b
 // Braille dot bits by dot column (left, right) and dot row from the top.
 var brailleBits = [dotsPerCell][dotsPerRow]uint8{{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}}
 
-// plotCell is one cell of a plot: its dots and what colours it (the
-// highest-ranked thing drawn in it).
+// plotCell is one cell of a plot: its dots and what colours it, the
+// highest-ranked thing drawn in it (rank 0 empty, 1 a threshold line, 2 a
+// fill, 3 a line; among equals the more severe paint). Four bytes, so a
+// large plot's grid stays small.
 type plotCell struct {
 	bits uint8
-	rank int8 // 0 empty, 1 threshold, 2 fill, 3 line
-	p    *paint
+	rank int8
+	pal  uint8 // index in the plot's palette; 0 none
 }
+
+// Palette indices 1–3 are the severity paints: a higher index is more
+// severe, which is how a cell holding a warn and a crit value is coloured.
+const palSev = 1
 
 // plot renders spec, or "" when there is nothing to draw or no room (too
 // few rows to tell the warn line from the crit line from a value between
@@ -316,13 +322,14 @@ func plot(st Styles, spec plotSpec) string {
 		return ""
 	}
 	grid := make([]plotCell, rows*cols)
+	// The palette: none, the three severities, then each line's own paint.
+	pal := []*paint{nil, &st.pSev[0], &st.pSev[1], &st.pSev[2]}
 	// set puts dot (x, y) (y from the bottom) in the grid.
-	set := func(x, y int, rank int8, p *paint) {
-		r := rows - 1 - y/dotsPerRow
-		c := &grid[r*cols+x/dotsPerCell]
-		c.bits |= brailleBits[x%dotsPerCell][dotsPerRow-1-y%dotsPerRow]
-		if rank > c.rank || rank == c.rank && p != nil && c.p != nil && levelRank(st, p) > levelRank(st, c.p) {
-			c.rank, c.p = rank, p
+	set := func(x, y int, rank int8, pi uint8) {
+		c := &grid[(rows-1-y/dotsPerRow)*cols+x/dotsPerCell]
+		c.bits |= brailleBits[x&1][dotsPerRow-1-y%dotsPerRow]
+		if rank > c.rank || rank == c.rank && pi > c.pal {
+			c.rank, c.pal = rank, pi
 		}
 	}
 	var warnY, critY = -1, -1
@@ -331,11 +338,16 @@ func plot(st Styles, spec plotSpec) string {
 		warnY, critY = sc.dot(warnG), sc.dot(critG)
 		// A dot in every other time column: a dotted line.
 		for x := 0; x < dots; x += dotsPerCell {
-			set(x, warnY, 1, &st.pSev[advisor.Warn])
-			set(x, critY, 1, &st.pSev[advisor.Crit])
+			set(x, warnY, 1, palSev+uint8(advisor.Warn))
+			set(x, critY, 1, palSev+uint8(advisor.Crit))
 		}
 	}
 	for _, l := range spec.lines {
+		own := uint8(0) // the line's own paint; 0: by severity
+		if l.p != nil {
+			pal = append(pal, l.p)
+			own = uint8(len(pal) - 1)
+		}
 		prev := -1
 		for x, v := range l.vals {
 			if math.IsNaN(v) {
@@ -343,17 +355,17 @@ func plot(st Styles, spec plotSpec) string {
 				continue
 			}
 			y := sc.dataDot(v, warnG, critG, warnY, critY)
-			p := l.p
-			if p == nil {
-				p = &st.pSev[clampSev(severity(v/spec.totalGiB*100, spec.th))]
+			pi := own
+			if pi == 0 {
+				pi = palSev + uint8(clampSev(severity(v/spec.totalGiB*100, spec.th)))
 			}
 			switch {
 			case l.fill:
 				for i := 0; i <= y; i++ {
-					set(x, i, 2, p)
+					set(x, i, 2, pi)
 				}
 			case prev < 0 || prev == y:
-				set(x, y, 3, p)
+				set(x, y, 3, pi)
 			default:
 				// A step: the column draws the rise (or fall) from the
 				// previous level, so the line is unbroken.
@@ -362,7 +374,7 @@ func plot(st Styles, spec plotSpec) string {
 					step = -1
 				}
 				for i := prev + step; i != y+step; i += step {
-					set(x, i, 3, p)
+					set(x, i, 3, pi)
 				}
 			}
 			prev = y
@@ -383,7 +395,7 @@ func plot(st Styles, spec plotSpec) string {
 			b.WriteString(strings.Repeat(" ", lw))
 			b.WriteString("│")
 		}
-		writeCells(&b, grid[r*cols:(r+1)*cols])
+		writeCells(&b, grid[r*cols:(r+1)*cols], pal)
 	}
 	if spec.xAxis > 0 {
 		b.WriteByte('\n')
@@ -392,34 +404,23 @@ func plot(st Styles, spec plotSpec) string {
 	return b.String()
 }
 
-// levelRank orders the severity paints, so a cell that holds a warn and a
-// crit value takes crit's colour.
-func levelRank(st Styles, p *paint) int {
-	for i := range st.pSev {
-		if p == &st.pSev[i] {
-			return i
-		}
-	}
-	return -1
-}
-
 // writeCells writes a row of cells, one escape sequence per run of cells of
 // the same paint.
-func writeCells(b *strings.Builder, cells []plotCell) {
+func writeCells(b *strings.Builder, cells []plotCell, pal []*paint) {
 	var cur *paint
-	open := false
 	for _, c := range cells {
-		p := c.p
-		if c.bits == 0 {
-			p = nil
+		var p *paint
+		if c.bits != 0 {
+			p = pal[c.pal]
 		}
-		if open && p != cur {
-			b.WriteString(cur.post)
-			open = false
-		}
-		if p != nil && !open {
-			b.WriteString(p.pre)
-			cur, open = p, true
+		if p != cur {
+			if cur != nil {
+				b.WriteString(cur.post)
+			}
+			if p != nil {
+				b.WriteString(p.pre)
+			}
+			cur = p
 		}
 		if c.bits == 0 {
 			b.WriteByte(' ')
@@ -427,7 +428,7 @@ func writeCells(b *strings.Builder, cells []plotCell) {
 			b.WriteRune(rune(0x2800) + rune(c.bits))
 		}
 	}
-	if open {
+	if cur != nil {
 		b.WriteString(cur.post)
 	}
 }
