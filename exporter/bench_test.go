@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/internal/cputime"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -46,10 +47,12 @@ func BenchmarkPage8x1000(b *testing.B) {
 			c := New(func() (sampler.Snapshot, bool) { return snap, true }, Options{MaxProcessSeries: max, Now: func() time.Time { return t0 }})
 			var buf []byte
 			b.ReportAllocs()
+			cpu := cputime.Now()
 			for b.Loop() {
 				snap.Seq++
 				buf = c.Page(buf[:0])
 			}
+			cputime.Report(b, cpu)
 			b.ReportMetric(float64(len(buf)), "bytes/page")
 		})
 	}
@@ -64,6 +67,7 @@ func BenchmarkScrape8x1000(b *testing.B) {
 	defer srv.Close()
 	n := 0
 	b.ReportAllocs()
+	cpu := cputime.Now()
 	for b.Loop() {
 		resp, err := http.Get(srv.URL + "/metrics")
 		if err != nil {
@@ -73,5 +77,6 @@ func BenchmarkScrape8x1000(b *testing.B) {
 		resp.Body.Close()
 		n = int(m)
 	}
+	cputime.Report(b, cpu)
 	b.ReportMetric(float64(n), "bytes/page")
 }

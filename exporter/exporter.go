@@ -357,17 +357,19 @@ func deviceLabels(d *sampler.Device, host string) labels {
 		idx = d.MIG.ParentIndex
 	}
 	gpu := strconv.Itoa(idx)
-	ls := labels{
-		{LabelGPU, gpu},
-		{LabelUUID, d.UUID},
-		{LabelPCIBusID, d.PCIBusID},
-		{LabelDevice, "nvidia" + gpu},
-		{LabelModelName, d.Name},
-	}
+	// In the order of their names, as the page writes them.
+	ls := make(labels, 0, 8)
 	if d.MIG != nil {
-		ls = append(ls, label{LabelGPUProfile, d.MIG.Profile}, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)})
+		ls = append(ls, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}, label{LabelGPUProfile, d.MIG.Profile})
 	}
-	return append(ls, label{LabelHostname, host})
+	return append(ls,
+		label{LabelUUID, d.UUID},
+		label{LabelDevice, "nvidia" + gpu},
+		label{LabelGPU, gpu},
+		label{LabelHostname, host},
+		label{LabelModelName, d.Name},
+		label{LabelPCIBusID, d.PCIBusID},
+	)
 }
 
 // MiB converts bytes to MiB as DCGM does (nvUsed / (1024 * 1024), integer
@@ -430,16 +432,31 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		listed = order[:n]
 	}
 	fams[fUnexported].add(float64(len(order)-len(listed)), ls)
-	gpu := ls[0]
+	gpu := strconv.Itoa(d.Index)
+	var gi string
+	if d.MIG != nil {
+		gpu, gi = strconv.Itoa(d.MIG.ParentIndex), strconv.Itoa(d.MIG.GPUInstanceID)
+	}
 	for _, j := range listed {
 		p := &d.Processes[j]
-		pl := labels{gpu, {LabelUUID, d.UUID}, {"pid", strconv.FormatUint(uint64(p.PID), 10)},
-			{"user", validUTF8(p.User)}, {"command", ShortCommand(p.Command)}, {"type", p.Type}}
-		if d.MIG != nil {
-			pl = append(pl, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)})
+		// In the order of their names, as the page writes them.
+		pl := make(labels, 0, 11)
+		if gi != "" {
+			pl = append(pl, label{LabelGPUInstID, gi})
 		}
-		pl = appendJobLabels(pl, p)
-		pl = append(pl, label{LabelHostname, host})
+		pl = append(pl, label{LabelUUID, d.UUID}, label{"command", ShortCommand(p.Command)})
+		if p.Container != "" {
+			pl = append(pl, label{LabelContainerID, validUTF8(p.Container)})
+		}
+		pl = append(pl, label{LabelGPU, gpu}, label{LabelHostname, host})
+		if p.Job != nil && p.Job.SlurmJobID != "" {
+			pl = append(pl, label{LabelHPCJob, validUTF8(p.Job.SlurmJobID)})
+		}
+		pl = append(pl, label{"pid", strconv.FormatUint(uint64(p.PID), 10)})
+		if p.Job != nil && p.Job.K8sPodUID != "" {
+			pl = append(pl, label{LabelPod, validUTF8(p.Job.K8sPodUID)})
+		}
+		pl = append(pl, label{"type", p.Type}, label{"user", validUTF8(p.User)})
 		if p.UsedBytes == nil {
 			// Its memory is counted in used, but nobody can say how
 			// much is its: vramtop shows n/a, and no unattributed.
@@ -467,22 +484,6 @@ func dedupPIDs(ps []sampler.Process, order []int) []int {
 		out = append(out, j)
 	}
 	return out
-}
-
-// appendJobLabels adds what is known of the process's container and job.
-func appendJobLabels(pl labels, p *sampler.Process) labels {
-	if p.Container != "" {
-		pl = append(pl, label{LabelContainerID, validUTF8(p.Container)})
-	}
-	if j := p.Job; j != nil {
-		if j.SlurmJobID != "" {
-			pl = append(pl, label{LabelHPCJob, validUTF8(j.SlurmJobID)})
-		}
-		if j.K8sPodUID != "" {
-			pl = append(pl, label{LabelPod, validUTF8(j.K8sPodUID)})
-		}
-	}
-	return pl
 }
 
 func (c *Collector) collectAlerts(fams *[nFamilies]family, snap sampler.Snapshot, host string) {
@@ -518,22 +519,25 @@ func (c *Collector) collectAlerts(fams *[nFamilies]family, snap sampler.Snapshot
 				mig = &label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}
 			}
 		}
-		ls := labels{{LabelGPU, gpu}, {"rule", a.Rule}, {"severity", a.Severity.String()}}
+		var ls labels
 		if mig != nil {
 			ls = append(ls, *mig)
 		}
+		ls = append(ls, label{LabelGPU, gpu}, label{LabelHostname, host})
 		if a.PID != 0 {
 			ls = append(ls, label{"pid", strconv.FormatUint(uint64(a.PID), 10)})
 		}
-		ls = append(ls, label{LabelHostname, host})
+		ls = append(ls, label{"rule", a.Rule}, label{"severity", a.Severity.String()})
 		fams[fAlert].add(1, ls)
 	}
 }
 
 // appendFamilies writes fams in Prometheus's text format (version 0.0.4),
-// each sample's labels sorted by name as client_golang writes them.
+// each sample's labels sorted by name as client_golang writes them (they
+// are built in that order; a sample that is not is sorted here).
 func appendFamilies(buf []byte, fams []family) []byte {
 	var sorted labels
+	byName := func(a, b label) int { return strings.Compare(a.name, b.name) }
 	for _, f := range fams {
 		buf = append(buf, "# HELP "...)
 		buf = append(buf, f.name...)
@@ -545,8 +549,10 @@ func appendFamilies(buf []byte, fams []family) []byte {
 		for _, s := range f.samples {
 			buf = append(buf, f.name...)
 			if len(s.labels) > 0 {
-				sorted = append(sorted[:0], s.labels...)
-				slices.SortFunc(sorted, func(a, b label) int { return strings.Compare(a.name, b.name) })
+				sorted = s.labels
+				if !slices.IsSortedFunc(sorted, byName) {
+					sorted = slices.SortedFunc(slices.Values(s.labels), byName)
+				}
 				buf = append(buf, '{')
 				for i, l := range sorted {
 					if i > 0 {

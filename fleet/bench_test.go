@@ -12,6 +12,7 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/fleet/internal/synth"
+	"github.com/vramtop/vramtop/internal/cputime"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -22,26 +23,35 @@ func benchFleet(hosts int) synth.Fleet {
 	return synth.Fleet{Hosts: hosts, GPUs: 8, ProcsPerGPU: 2, Start: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 }
 
+// benchSampler is a sampler over the synthetic fleet of hosts × 8 GPUs at
+// the fleet command's interval and history, on the fake clock it returns.
+func benchSampler(b *testing.B, hosts int) (*sampler.Sampler, *time.Time) {
+	f := benchFleet(hosts)
+	clk := f.Start
+	s, err := sampler.New(synth.NewSource(f), sampler.Config{Interval: 5 * time.Second, History: sampler.DefaultHistory, Now: func() time.Time { return clk }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, &clk
+}
+
 // BenchmarkFleetTick is the sampler's tick over a fleet (the fleet
 // command's interval and history, a fake clock): what the fleet view's
 // sampler spends per tick once Prometheus has answered.
 func BenchmarkFleetTick(b *testing.B) {
 	for _, hosts := range benchSizes {
 		b.Run(fmt.Sprintf("%dx8", hosts), func(b *testing.B) {
-			f := benchFleet(hosts)
-			clk := f.Start
-			s, err := sampler.New(synth.NewSource(f), sampler.Config{Interval: 5 * time.Second, History: sampler.DefaultHistory, Now: func() time.Time { return clk }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			s.Tick(clk)
+			s, clk := benchSampler(b, hosts)
+			s.Tick(*clk)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cputime.Now()
 			for b.Loop() {
-				clk = clk.Add(5 * time.Second)
-				s.Tick(clk)
+				*clk = clk.Add(5 * time.Second)
+				s.Tick(*clk)
 			}
+			cputime.Report(b, cpu)
 		})
 	}
 }
@@ -52,17 +62,11 @@ func BenchmarkFleetTick(b *testing.B) {
 func BenchmarkFleetObserve(b *testing.B) {
 	for _, hosts := range benchSizes {
 		b.Run(fmt.Sprintf("%dx8", hosts), func(b *testing.B) {
-			f := benchFleet(hosts)
-			clk := f.Start
-			s, err := sampler.New(synth.NewSource(f), sampler.Config{Interval: 5 * time.Second, History: sampler.DefaultHistory, Now: func() time.Time { return clk }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s, clk := benchSampler(b, hosts)
 			var snap sampler.Snapshot
 			for range 12 { // a minute of history
-				clk = clk.Add(5 * time.Second)
-				snap, _ = s.Tick(clk)
+				*clk = clk.Add(5 * time.Second)
+				snap, _ = s.Tick(*clk)
 			}
 			m := advisor.NewMonitor(advisor.Config{Thresholds: advisor.DefaultThresholds()})
 			over := 0
@@ -74,11 +78,13 @@ func BenchmarkFleetObserve(b *testing.B) {
 			b.ReportMetric(float64(over), "GPUs-over-warn")
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cputime.Now()
 			for i := 0; b.Loop(); i++ {
 				snap.Time = clk.Add(time.Duration(i%12) * 5 * time.Second)
 				snap.Seq++
 				m.Observe(snap)
 			}
+			cputime.Report(b, cpu)
 		})
 	}
 }
@@ -104,6 +110,7 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 				"UUID": fmt.Sprintf("GPU-%04d-%02d", h, g), "modelName": "NVIDIA H100 80GB HBM3", "device": fmt.Sprintf("nvidia%d", g),
 				"pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x18+g), "instance": inst, "job": "vramtop"}
 			add(fleet.QueryDevices, dev, 80<<30)
+			add(fleet.QueryValues, map[string]string{"__name__": "vramtop_gpu_memory_total_bytes", "hostname": host, "gpu": fmt.Sprint(g)}, 80<<30)
 			for name, v := range map[string]float64{
 				"vramtop_gpu_memory_used_bytes": float64(u), "vramtop_gpu_memory_free_bytes": float64(80<<30 - 616<<20 - u),
 				"vramtop_gpu_memory_reserved_bytes": 616 << 20, "vramtop_gpu_utilization_ratio": 0.5,
@@ -160,12 +167,16 @@ func BenchmarkFleetRefresh(b *testing.B) {
 			if n := len(src.Info().Devices); n != hosts*8 {
 				b.Fatalf("%d devices, want %d", n, hosts*8)
 			}
-			b.ReportMetric(float64(size)/(1<<20), "MiB/round")
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cputime.Now()
 			for b.Loop() {
 				src.Refresh(ctx)
 			}
+			cputime.Report(b, cpu)
+			// All the answers, QueryDevices' included (asked on 1 round
+			// in identityEvery, and when a device appears).
+			b.ReportMetric(float64(size)/(1<<20), "MiB-answers")
 		})
 	}
 }

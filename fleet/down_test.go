@@ -256,3 +256,32 @@ func TestFleetHistoryRetried(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestFleetDeviceAppearsWithItsLabels: the devices' labels are read on the
+// first round and when a device appears, so a new host's GPU has its name,
+// UUID and PCI bus from its first round on.
+func TestFleetDeviceAppearsWithItsLabels(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	src, s, clk := newFleet(t, srv.URL, 0)
+	s.Once()
+	c0 := []string{"hostname", "hostC", "gpu", "0", "UUID", "GPU-c0", "pci_bus_id", "00000000:C1:00.0", "modelName", "NVIDIA H200"}
+	fp.mu.Lock()
+	fp.series[QueryDevices] = append(fp.series[QueryDevices], fakeSeries{lbl("vramtop_gpu_memory_total_bytes", c0...), 141 * gib})
+	fp.series[QueryValues] = append(fp.series[QueryValues],
+		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", "hostname", "hostC", "gpu", "0"), 141 * gib},
+		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", "hostname", "hostC", "gpu", "0"), 7 * gib})
+	fp.mu.Unlock()
+	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
+	snap, _ := s.Tick(clk.t)
+	d, ok := snap.Device("hostC:0")
+	if !ok || d.Name != "NVIDIA H200" || d.UUID != "GPU-c0" || d.PCIBusID != "00000000:C1:00.0" || d.MemoryUsed != 7*gib {
+		t.Errorf("hostC:0 %+v (listed %v), want its labels and 7 GiB used", d, ok)
+	}
+	if a, _ := snap.Device("hostA:0"); a.Name != "NVIDIA H100 80GB HBM3" {
+		t.Errorf("hostA:0 name %q after the labels were read again", a.Name)
+	}
+}

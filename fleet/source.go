@@ -29,15 +29,16 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// The instant queries of each tick; they run concurrently. Only the totals
-// carry every label of a device (its name, UUID, PCI bus, the scrape
-// target): the other series are aggregated down to the labels that
-// identify a device, which keeps the answers (and their decoding, most of a
-// tick's cost) small. Hosts are named by hostname (vramtop, dcgm-exporter
+// The instant queries of each round; they run concurrently. The values are
+// aggregated down to the labels that identify a device, which keeps the
+// answers (and their decoding, most of a round's cost) small. Every label
+// of a device (its name, UUID, PCI bus, the scrape target) comes from
+// QueryDevices, asked on the first round, when a device appears and every
+// identityEvery rounds. Hosts are named by hostname (vramtop, dcgm-exporter
 // since 2026-05) or Hostname (before).
 const (
 	QueryDevices = `vramtop_gpu_memory_total_bytes`
-	QueryValues  = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
+	QueryValues  = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
 	QueryProcs   = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})`
 	// dcgm-exporter's series of the devices vramtop does not export: a
 	// host running both is read from vramtop alone.
@@ -68,6 +69,10 @@ func IsHostDown(d sampler.Device) bool { return strings.HasPrefix(d.Err, HostDow
 // query: the sparklines have fewer columns than this, and each point keeps
 // the maximum of its step (max_over_time), so no spike is lost.
 const MaxBackfillPoints = 720
+
+// identityEvery is how many rounds apart the devices' labels are read
+// again (a renamed host or a replaced GPU shows within a minute at 5 s).
+const identityEvery = 12
 
 // historyWait is how long the devices wait for the history after the first
 // answer: long enough for a healthy Prometheus, short enough that a slow
@@ -121,6 +126,11 @@ type Source struct {
 	// down, and the down targets already looked up.
 	seen     map[string]*seenDevice
 	lookedUp map[string]bool
+	// ident holds each device's series of QueryDevices (all its labels),
+	// read identRound.
+	ident      map[key]model.Metric
+	rounds     int
+	identRound int
 }
 
 type fleetState struct {
@@ -173,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		cfg: cfg, client: client, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan chan struct{}),
 		histDone: cfg.History <= 0,
-		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{},
+		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]model.Metric{},
 	}
 	go s.poll()
 	return s, nil
@@ -397,14 +407,26 @@ func (s *Source) timeoutError(err error) error {
 func (s *Source) refresh() (*fleetState, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
-	queries := []string{QueryDevices, QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown}
+	round := s.rounds
+	s.rounds++
+	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, ""}
+	if round == 0 || round-s.identRound >= identityEvery {
+		queries[4] = QueryDevices
+	}
 	results := make([][]Sample, len(queries))
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
 	for i, q := range queries {
-		wg.Go(func() { results[i], errs[i] = s.client.Query(ctx, q) })
+		if q != "" {
+			wg.Go(func() { results[i], errs[i] = s.client.Query(ctx, q) })
+		}
 	}
 	wg.Wait()
+	if queries[4] == "" && errs[0] == nil && s.unidentified(results[0]) {
+		// A device appeared since its labels were read.
+		results[4], errs[4] = s.client.Query(ctx, QueryDevices)
+		queries[4] = QueryDevices
+	}
 	for _, err := range errs {
 		if err != nil {
 			// Keep the last fleet: the sampler shows it with the error
@@ -412,19 +434,26 @@ func (s *Source) refresh() (*fleetState, error) {
 			return nil, s.timeoutError(err)
 		}
 	}
+	if queries[4] != "" {
+		clear(s.ident)
+		for _, smp := range results[4] {
+			s.ident[keyOf(smp.Metric)] = smp.Metric
+		}
+		s.identRound = round
+	}
 	now := s.cfg.Now()
-	list, listed := build(slices.Concat(results[0], results[1]), results[2], results[3])
+	list, listed := build(s.withIdentity(results[0]), results[1], results[2])
 	st := &fleetState{byID: map[string]int{}}
 	for _, b := range list {
 		s.seen[b.info.ID] = &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: now}
 		st.devs = append(st.devs, devData{info: b.info, mem: b.mem})
 	}
-	st.procs = procsOf(results[2], listed)
+	st.procs = procsOf(results[1], listed)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.
 	downTargets := map[string]bool{}
-	for _, smp := range results[4] {
+	for _, smp := range results[3] {
 		if inst := string(smp.Metric["instance"]); inst != "" {
 			downTargets[inst] = true
 		}
@@ -478,6 +507,29 @@ func (s *Source) refresh() (*fleetState, error) {
 		st.byID[d.info.ID] = i
 	}
 	return st, nil
+}
+
+// unidentified reports whether a device of the values has no labels read.
+func (s *Source) unidentified(values []Sample) bool {
+	for _, smp := range values {
+		if smp.Metric[model.MetricNameLabel] != exporter.MemoryTotal {
+			continue
+		}
+		if _, ok := s.ident[keyOf(smp.Metric)]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withIdentity is the values with, first, each device's labels (its series
+// of QueryDevices, which build reads for the labels only).
+func (s *Source) withIdentity(values []Sample) []Sample {
+	out := make([]Sample, 0, len(s.ident)+len(values))
+	for _, m := range s.ident {
+		out = append(out, Sample{Metric: m, Value: math.NaN()})
+	}
+	return append(out, values...)
 }
 
 // clockTime is when t was, as a user reads it: the time of day, with the
@@ -590,24 +642,14 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 			b.info = sampler.DeviceInfo{ID: k.id(), Index: idx, Hostname: k.host}
 			if k.gi != "" {
 				gi, _ := strconv.Atoi(k.gi)
-				b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi, Profile: string(m[exporter.LabelGPUProfile])}
+				b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi}
 			}
 			devs[k] = b
 		}
-		if b.info.Name == "" {
-			b.info.Name = string(m[exporter.LabelModelName])
-		}
-		if b.info.UUID == "" {
-			b.info.UUID = string(m[exporter.LabelUUID])
-		}
-		if b.info.PCIBusID == "" {
-			b.info.PCIBusID = string(m[exporter.LabelPCIBusID])
-		}
-		if b.instance == "" {
-			b.instance = string(m["instance"])
-		}
+		b.identify(m)
 		return b
 	}
+	idents := map[key]model.Metric{}
 	down := map[string]bool{}
 	// Temperature and power may come from dcgm-exporter on the same host:
 	// they go to devices known from the memory series.
@@ -625,6 +667,12 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 		}
 		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
 			extras = append(extras, smp)
+			continue
+		}
+		if name == exporter.MemoryTotal && math.IsNaN(smp.Value) {
+			// Only the labels (withIdentity), for a device the values
+			// list.
+			idents[keyOf(smp.Metric)] = smp.Metric
 			continue
 		}
 		b := get(smp.Metric)
@@ -683,6 +731,11 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 			b.mem.PowerW, b.mem.HasPower = smp.Value, true
 		}
 	}
+	for k, b := range devs {
+		if m, ok := idents[k]; ok {
+			b.identify(m)
+		}
+	}
 	// A GPU with MIG instances is their parent.
 	for k, b := range devs {
 		if k.gi != "" {
@@ -705,6 +758,25 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 	}
 	slices.SortFunc(list, func(a, b *building) int { return compareDevices(&a.info, &b.info) })
 	return list, devKeys(devs)
+}
+
+// identify fills what b does not know yet of its labels from m.
+func (b *building) identify(m model.Metric) {
+	if b.info.Name == "" {
+		b.info.Name = string(m[exporter.LabelModelName])
+	}
+	if b.info.UUID == "" {
+		b.info.UUID = string(m[exporter.LabelUUID])
+	}
+	if b.info.PCIBusID == "" {
+		b.info.PCIBusID = string(m[exporter.LabelPCIBusID])
+	}
+	if b.instance == "" {
+		b.instance = string(m["instance"])
+	}
+	if b.info.MIG != nil && b.info.MIG.Profile == "" {
+		b.info.MIG.Profile = string(m[exporter.LabelGPUProfile])
+	}
 }
 
 func devKeys(devs map[key]*building) map[string]bool {

@@ -166,7 +166,7 @@ func (f *fakeProm) setDevices(s ...fakeSeries) {
 		}
 	}
 	f.set(QueryDevices, totals...)
-	f.set(QueryValues, values...)
+	f.set(QueryValues, append(totals, values...)...)
 }
 
 type clock struct{ t time.Time }
