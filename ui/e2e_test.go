@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,23 @@ func TestEndToEndTmux(t *testing.T) {
 	tmux("send-keys", "-t", "e2e", "?")
 	waitFor("back from help", 2*time.Second, has("H100", "PID"))
 
+	// Sort by PID: tab to the processes, s three times (memory, peak, age,
+	// PID); the PIDs on screen ascend.
+	tmux("send-keys", "-t", "e2e", "Tab")
+	tmux("send-keys", "-t", "e2e", "s", "s", "s")
+	sorted := waitFor("sorted by PID", 2*time.Second, has("PID▼", "sorted by pid"))
+	var pids []int
+	for _, l := range processLines(sorted) {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "● ")); len(f) > 1 {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	if len(pids) < 3 || !sort.IntsAreSorted(pids) {
+		t.Errorf("PIDs on screen after sorting by PID: %v\n%s", pids, sorted)
+	}
+
 	tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "15")
 	small := waitFor("the 60×15 screen", 2*time.Second, func(s string) bool {
 		return strings.Contains(s, "GPU") || strings.Contains(s, "too small")
@@ -103,5 +122,15 @@ func TestEndToEndTmux(t *testing.T) {
 	}
 	if cur := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{cursor_flag}")); cur != "1" {
 		t.Errorf("cursor hidden after exit (cursor_flag=%s)", cur)
+	}
+
+	// TERM=dumb cannot take the screen: the one-shot table, as in a pipe.
+	tmux("send-keys", "-t", "e2e", "clear; TERM=dumb "+bin+" --demo; echo vramtop-dumb-$?", "Enter")
+	dumb := waitFor("the table under TERM=dumb", 10*time.Second, has("vramtop-dumb-0"))
+	if !strings.Contains(dumb, "%GPU") || !strings.Contains(dumb, "COMMAND") {
+		t.Errorf("TERM=dumb should print the table:\n%s", dumb)
+	}
+	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {
+		t.Errorf("TERM=dumb opened the alternate screen")
 	}
 }
