@@ -24,7 +24,7 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"Waits until --count GPUs each have --min-free free (and at most --max-util utilization), and\n"+
 		"have kept it for --settle, then prints them as vramtop pick does, freest first:\n"+
 		"CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB) python train.py starts the job on the first\n"+
-		"card that frees up. Exit status: 0 picked, 1 timed out (or interrupted), 2 bad usage.\n\n", stderr)
+		"card that frees up. Exit status: 0 picked, 1 timed out, 2 bad usage, 130 or 143 interrupted.\n\n", stderr)
 	var sf sourceFlags
 	sf.addDemo(fs)
 	sf.addInterval(fs)
@@ -68,6 +68,9 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop wait: %v\n", err)
+		if code, ok := signalStatus(ctx); ok {
+			return code // 130 for Ctrl-C, 143 for SIGTERM
+		}
 		return 1
 	}
 	fmt.Fprintln(stdout, advisor.JoinPicks(picks))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +183,36 @@ func TestWaitStatusOnATerminal(t *testing.T) {
 	}
 	if !strings.Contains(s, "\r\x1b[Kvramtop wait: timed out: ") {
 		t.Errorf("the status line is not cleared before the last word: %q", s)
+	}
+}
+
+// Ctrl-C or SIGTERM ends a wait with the shell's status for the signal.
+func TestWaitSignals(t *testing.T) {
+	bin := testbin.BuildUnlessShort(t)
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		cmd := exec.Command(bin, "wait", "--demo", "--min-free", "1TiB", "--interval", "200ms")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		cmd.Process.Signal(c.sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("still waiting 10 s after %v", c.sig)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != c.code || !strings.Contains(stderr.String(), "vramtop wait: interrupted") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and a line saying it was interrupted", c.sig, code, stderr.String(), c.code)
+		}
 	}
 }
