@@ -89,9 +89,10 @@ type Explanation struct {
 	Remedies  []RemedyEstimate `json:"remedies,omitempty"`
 	Live      *LiveView        `json:"live,omitempty"`
 
-	kind fmtKind
-	key  string
-	ctx  anchorCtx // while parsing: where the anchor matched
+	kind  fmtKind
+	stats bool // an allocator's statistics: they complete the message before
+	key   string
+	ctx   anchorCtx // while parsing: where the anchor matched
 }
 
 // ProcessMemory is one "Process P has X memory in use" of a PyTorch message.
@@ -334,6 +335,11 @@ func (fd *folder) add(m Explanation) {
 		case m.kind == kindError && prev.kind == kindError && m.key != "" && m.key == prev.key:
 			merge = true
 		}
+		if merge && m.stats {
+			prev.fillFrom(m) // the message stays the one the statistics follow
+			fd.last = prev
+			return
+		}
 		if merge {
 			m.fillFrom(prev)
 			fd.last = m
@@ -373,7 +379,7 @@ func (e *Explanation) fillFrom(p Explanation) {
 		e.Shape, e.DType = p.Shape, p.DType
 	}
 	e.Host = e.Host || p.Host
-	if e.Framework == "" || e.Framework == "cuda" && p.Framework != "cuda" {
+	if p.Framework != "" && (e.Framework == "" || e.Framework == "cuda" && p.Framework != "cuda") {
 		e.Framework = p.Framework
 	}
 	if e.Backend == "" {

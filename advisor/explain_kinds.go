@@ -36,7 +36,7 @@ var (
 )
 
 func parseBFCStats(seg, line string, e *Explanation) {
-	e.kind = kindAllocator
+	e.kind, e.stats = kindAllocator, true
 	// TensorFlow's and XLA's CUDA async allocator print the same: the
 	// message before says which.
 	e.Framework = ""
