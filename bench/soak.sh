@@ -42,12 +42,15 @@ done
 
 work=$(mktemp -d)
 session="vramtop-soak-$$"
+# A server of its own: other tmux users (an end-to-end test's kill-server)
+# cannot end the live view under the soak.
+tmx() { tmux -L "$session" "$@"; }
 serve_pid=""
 curl_pid=""
 cleanup() {
 	[[ -n $curl_pid ]] && kill "$curl_pid" 2>/dev/null || true
 	[[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null || true
-	tmux kill-session -t "$session" 2>/dev/null || true
+	tmx kill-server 2>/dev/null || true
 	[[ -n $serve_pid ]] && wait "$serve_pid" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -72,8 +75,9 @@ curl -fsS "http://127.0.0.1:$PORT/metrics" >/dev/null || { echo "soak: serve did
 (while sleep 1; do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/metrics" || echo "scrape failed at $(date +%T)" >>"$work/scrape.err"; done) &
 curl_pid=$!
 
-tmux new-session -d -s "$session" -x 160 -y 48 "exec '$bin' --demo --history 1m"
-tui_pid=$(tmux list-panes -t "$session" -F '#{pane_pid}')
+tmx new-session -d -s "$session" -x 160 -y 48 "exec '$bin' --demo --history 1m"
+tmx set-option -t "$session" remain-on-exit on >/dev/null
+tui_pid=$(tmx list-panes -t "$session" -F '#{pane_pid}')
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo ""; }
 
@@ -86,7 +90,11 @@ while :; do
 	s=$(rss_kb "$serve_pid")
 	t=$(rss_kb "$tui_pid")
 	[[ -z $s ]] && { echo "soak: serve exited:" >&2; cat "$work/serve.log" >&2; exit 1; }
-	[[ -z $t ]] && { echo "soak: the live view exited" >&2; exit 1; }
+	if [[ -z $t ]]; then
+		echo "soak: the live view exited after ${el}s (status $(tmx list-panes -t "$session" -F '#{pane_dead_status}' 2>/dev/null || echo unknown)); its screen:" >&2
+		tmx capture-pane -p -t "$session" 2>/dev/null | tail -20 >&2 || true
+		exit 1
+	fi
 	echo "$el $s $t" >>"$work/rss"
 	sleep "$EVERY"
 done
