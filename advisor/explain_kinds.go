@@ -334,7 +334,11 @@ func diagnoseKind(e *Explanation) (ok bool) {
 		if e.Confidence == "likely" {
 			s = "Likely the machine's RAM ran out, not GPU memory: " + e.Reason + "."
 		}
-		why = append(why, s, "Freeing GPU memory does not help; run `free -h` during the job and `dmesg | grep -i 'killed process'` after it.")
+		check := "run `free -h` during the job and `dmesg | grep -i 'killed process'` after it."
+		if e.key == "shm" {
+			check = "`df -h /dev/shm` during the job shows how full it is; fewer DataLoader workers use less of it."
+		}
+		why = append(why, s, "Freeing GPU memory does not help; "+check)
 		r("load less into RAM", "the dataset or model copies held in RAM", "some I/O speed", "medium",
 			"memory-map or stream the dataset instead of loading it whole; load checkpoints with mmap=True / map_location straight to the GPU")
 		r("fewer data loader workers", "each worker's copy of the dataset", "slower input", "easy",
