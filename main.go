@@ -251,7 +251,9 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *asJSON && !*once {
 		*once = true
 	}
-	s, code := sf.newSampler(stderr)
+	// The live view draws a frame per snapshot: one a second, whatever the
+	// sampling interval (fast mode's samples show as peaks).
+	_, s, code := sf.start("vramtop", sampler.Config{PublishInterval: time.Second}, stderr)
 	if s == nil {
 		return code
 	}

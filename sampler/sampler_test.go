@@ -845,3 +845,29 @@ func TestProcessHistoryIsTiered(t *testing.T) {
 		t.Fatalf("history starts at %v, want it to reach back about an hour", first)
 	}
 }
+
+// The live view's PublishInterval of 1 s: fast-mode samples every 50 ms,
+// one snapshot a second, and a 200 ms spike between two snapshots is in the
+// next one's recent peak and history.
+func TestPublishIntervalKeepsFastSamples(t *testing.T) {
+	f := newFake(1)
+	s := newSampler(t, f, Config{Interval: 50 * time.Millisecond, PublishInterval: time.Second})
+	var pubs []Snapshot
+	for i := 0; i <= 40; i++ { // 2 s of ticks at 50 ms
+		used := uint64(2 * fakeGiB)
+		if i >= 25 && i < 29 { // 200 ms at 1.25 s
+			used = 70 * fakeGiB
+		}
+		f.setUsed(0, used)
+		if snap, ok := s.Tick(ringT0.Add(time.Duration(i) * 50 * time.Millisecond)); ok {
+			pubs = append(pubs, snap)
+		}
+	}
+	if len(pubs) != 3 {
+		t.Fatalf("published %d snapshots in 2 s, want 3 (at 0, 1 s and 2 s)", len(pubs))
+	}
+	last := pubs[2].Devices[0]
+	if last.MemoryUsed != 2*fakeGiB || last.RecentPeakUsed != 70*fakeGiB || last.History.Max() != 70*fakeGiB {
+		t.Errorf("snapshot at 2 s: used %d, recent peak %d, history max %d; want the spike at 1.25 s kept", last.MemoryUsed, last.RecentPeakUsed, last.History.Max())
+	}
+}

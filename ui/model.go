@@ -309,7 +309,7 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	if m.opts.Replay != nil {
 		m.replayStatus = m.opts.Replay.Status()
 	} else {
-		every := max(s.Interval, sampler.MinPublishInterval)
+		every := max(s.Interval, time.Second) // the live view publishes once a second
 		gen := m.staleGen
 		cmds = append(cmds, tea.Tick(staleAfter*every+every/10, func(time.Time) tea.Msg { return staleCheck{gen} }))
 	}
