@@ -185,6 +185,10 @@ def main():
     try:
         time.sleep(3)
         res["loaded"] = measure(tools, seconds, prof=os.path.join(outdir, "cpu-NAME-1hz-100.prof"))
+        # RSS with one vramtop only: instances of one binary share its pages,
+        # so a page one of them released stays resident for the others.
+        alone = [t for t in tools if t[0] in ("vramtop 1 Hz", "nvtop")]
+        res["alone"] = measure(alone, 20)
         res["startup_loaded"] = {"vramtop": first_frame([binary], needle)}
         if nvtop:
             res["startup_loaded"]["nvtop"] = first_frame([nvtop], needle)
@@ -217,8 +221,13 @@ def print_table(r):
     for phase in ("startup_idle", "startup_loaded"):
         for name, ts in r[phase].items():
             print(f"  {phase[8:]:<7} {name:<11} {statistics.median(ts):>6.1f}   runs {['%.0f' % t for t in ts]}")
-    print("\nWhere the memory is (KiB, with the processes)")
-    for name, row in r["loaded"].items():
+    if "alone" in r:
+        a = r["alone"]
+        line = ", ".join(f"{n} {v['rss_mib'] * 1.048576:.1f} MB" for n, v in a.items())
+        ratio = a["vramtop 1 Hz"]["rss_mib"] / a["nvtop"]["rss_mib"] if "nvtop" in a else float("nan")
+        print(f"\nRSS with {r['tenants']} processes, one vramtop beside nvtop: {line} (x nvtop {ratio:.2f})")
+    print("\nWhere the memory is (KiB, with the processes; one vramtop beside nvtop)")
+    for name, row in r.get("alone", r["loaded"]).items():
         mm = row.get("memory_map")
         if mm:
             big = ", ".join(f"{os.path.basename(k)} {v}" for k, v in mm["largest"])
