@@ -138,6 +138,7 @@ func (r *Runner) runOne(ctx context.Context, ev Event) {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "sh", "-c", r.cmd)
+	inGroup(c)
 	c.Stdin = bytes.NewReader(append(doc, '\n'))
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out

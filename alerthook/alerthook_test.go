@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -136,7 +137,7 @@ func TestFullQueueDrops(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "after")
 	var stderr syncBuf
-	r := New(`if grep -q leak_suspect; then sleep 30; else touch `+out+`; fi`, Options{Timeout: 300 * time.Millisecond, Stderr: &stderr})
+	r := New(`if grep -q leak_suspect; then sleep 30.0417; sleep 30.0417; else touch `+out+`; fi`, Options{Timeout: 300 * time.Millisecond, Stderr: &stderr})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -153,5 +154,9 @@ func TestTimeout(t *testing.T) {
 	}
 	if s := stderr.String(); !strings.Contains(s, "ran past 300ms") {
 		t.Errorf("warnings %q, want the timeout's", s)
+	}
+	// What the command started was stopped with it.
+	if out, _ := exec.Command("pgrep", "-f", "sleep 30.041[7]").Output(); len(out) > 0 {
+		t.Errorf("the timed-out command's sleep still runs: pid %s", out)
 	}
 }
