@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -25,7 +26,8 @@ import (
 // "clr":[fields now absent], "dp":[processes that differ or are new],
 // "gone":[indexes of the keyframe's processes no longer listed],
 // "ord":[the order of the processes as (first, count) runs, when it is not
-// the keyframe's with new ones at the end]}. A process that differs is {"i":INDEX, changed
+// the keyframe's with new ones at the end], or "srt":true when it is the
+// sampler's order by memory}. A process that differs is {"i":INDEX, changed
 // fields…, "clr":[…]}; a new one is a whole ProcRec with "n":true. Devices
 // and processes left out are as in the keyframe, except for the time a
 // process was last seen: that is the line's "pl" (its last process-list
@@ -76,6 +78,8 @@ type DevPatch struct {
 	Procs      []ProcPatch `json:"dp"`
 	Gone       []int       `json:"gone"`
 	Order      []int       `json:"ord"`
+	// Sorted: the processes are in the sampler's order, by memory.
+	Sorted bool `json:"srt"`
 }
 
 // ProcPatch is one process of a DevPatch: one of the keyframe's (I) with
@@ -305,6 +309,9 @@ func expandDev(kf *DevRec, dd *DevPatch) (DevRec, error) {
 		}
 	}
 	list = append(list, added...)
+	if dd.Sorted {
+		slices.SortStableFunc(list, byMemory)
+	}
 	if len(dd.Order) > 0 {
 		order, err := unrun(dd.Order, len(list))
 		if err != nil {
@@ -656,10 +663,52 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll
 			natural = false
 		}
 	}
-	if !natural {
+	switch {
+	case natural:
+	case sortedByMemory(cur.Procs):
+		// The order the sampler gives (by memory): said in one word.
+		b = append(b, `,"srt":true`...)
+	default:
 		b = appendInts(b, "ord", runs(order))
 	}
 	return b, nil
+}
+
+// byMemory is the sampler's order of a device's processes: live ones by
+// memory, largest first, then exited ones by peak; ties by PID.
+func byMemory(a, b ProcRec) int {
+	if a.Exited != b.Exited {
+		if a.Exited {
+			return 1
+		}
+		return -1
+	}
+	va, vb := a.Peak, b.Peak
+	if !a.Exited {
+		va, vb = deref(a.Used), deref(b.Used)
+	}
+	if c := cmp.Compare(vb, va); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.PID, b.PID)
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// sortedByMemory reports whether procs are in byMemory order with no two
+// alike, so that sorting any arrangement of them gives this one.
+func sortedByMemory(procs []ProcRec) bool {
+	for i := 1; i < len(procs); i++ {
+		if byMemory(procs[i-1], procs[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // runs writes a permutation as (first, count) pairs of its runs of

@@ -3,6 +3,7 @@ package recorder
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,38 @@ func TestDeltaProcessesComeAndGo(t *testing.T) {
 	line, err := appendDelta(nil, &kf, &cur, keyIndex(&kf))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var d Delta
+	if err := DecodeDelta(line, &d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Expand(&kf, &d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(cur)
+	if string(g) != string(w) {
+		t.Errorf("delta %s\n got %s\nwant %s", line, g, w)
+	}
+}
+
+// TestDeltaOrderByMemory: processes in the sampler's order (by memory) are
+// said so in one word, and come back in that order.
+func TestDeltaOrderByMemory(t *testing.T) {
+	u := func(n uint64) *uint64 { return &n }
+	kf := Record{T: time.Unix(1773453600, 0), Devices: []DevRec{{ID: "0", Procs: []ProcRec{
+		{PID: 1, Used: u(9)}, {PID: 2, Used: u(5)}, {PID: 3, Used: u(1)},
+	}}}}
+	cur := kf
+	cur.T = kf.T.Add(time.Second)
+	cur.Devices = []DevRec{{ID: "0", Procs: []ProcRec{{PID: 3, Used: u(20)}, {PID: 1, Used: u(9)}, {PID: 4, Used: u(7)}, {PID: 2, Used: u(5)}}}}
+	line, err := appendDelta(nil, &kf, &cur, keyIndex(&kf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"srt":true`) || strings.Contains(string(line), `"ord"`) {
+		t.Errorf("delta %s: want the order said as srt", line)
 	}
 	var d Delta
 	if err := DecodeDelta(line, &d); err != nil {
