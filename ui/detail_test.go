@@ -182,3 +182,53 @@ func TestDetailSaysTheSeverity(t *testing.T) {
 		t.Errorf("detail header cut at 120 columns: %q", m.detail.head)
 	}
 }
+
+// TestProcessDetailFillsTheProcessUnderTheGPU: a process's detail draws its
+// memory filled from the bottom and the whole GPU as a line over it.
+func TestProcessDetailFillsTheProcessUnderTheGPU(t *testing.T) {
+	m := advisedModel(Options{}, false)
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 1)))
+	keys(m, "tab", "enter")
+	if m.screen != screenDetail || m.detail.target.PID == 0 {
+		t.Fatalf("no process detail open: %+v", m.detail.target)
+	}
+	s := screenText(m)
+	if !strings.Contains(s, "filled: this process") || !strings.Contains(s, "line: whole GPU") {
+		t.Errorf("legend:\n%s", s)
+	}
+	// The process holds 90% of GPU 0 in the fake source: its fill reaches
+	// the bottom row full (⣿) under the GPU's line.
+	lines := strings.Split(s, "\n")
+	var bottom string
+	for _, l := range lines {
+		if strings.Contains(l, "0G┤") {
+			bottom = l
+		}
+	}
+	if strings.Count(bottom, "⣿") < 50 {
+		t.Errorf("bottom row of the plot not filled: %q", bottom)
+	}
+	checkFits(t, m, 120, 40)
+}
+
+// TestReplayOfAnUnsetClock: a recording whose snapshot time is year 0001
+// while its history is not: no negative or absurd age anywhere on screen.
+func TestReplayOfAnUnsetClock(t *testing.T) {
+	snap := issueSnap()
+	snap.Time = time.Time{}
+	for i := range snap.Devices {
+		for j := range snap.Devices[i].Processes {
+			snap.Devices[i].Processes[j].StartTime = fixedStart
+		}
+	}
+	m := advisedModel(Options{}, false)
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
+	for _, screen := range []string{screenText(m), func() string { keys(m, "enter"); return screenText(m) }()} {
+		if strings.Contains(screen, "922337") || strings.Contains(screen, "-9") || strings.Contains(screen, "106751d") {
+			t.Errorf("absurd age on screen:\n%s", screen)
+		}
+		if !strings.Contains(screen, "peak 86.7%") {
+			t.Errorf("the held peak is not shown:\n%s", screen)
+		}
+	}
+}
