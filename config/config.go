@@ -56,19 +56,18 @@ func KeyNamed(name string) (Key, bool) {
 	return Key{}, false
 }
 
-// Where a value came from.
+// Where a value came from: the file or the environment (a default or a
+// flag is the caller's to tell).
 const (
-	FromDefault = "default"
-	FromFile    = "file"
-	FromEnv     = "env"
-	FromFlag    = "flag"
+	FromFile = "file"
+	FromEnv  = "env"
 )
 
 // A Value is a setting as found.
 type Value struct {
 	Key    string
 	Value  string // as its flag takes it
-	From   string // FromFile, FromEnv (FromDefault and FromFlag are the caller's)
+	From   string // FromFile or FromEnv
 	Origin string // "/home/me/.config/vramtop/config.toml:3", "VRAMTOP_WARN"
 }
 
