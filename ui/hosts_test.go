@@ -147,7 +147,7 @@ func TestProcPaneSeveralHosts(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, view)
 		}
 	}
-	p.group = true
+	p.group = groupUser
 	p.refresh()
 	for _, r := range p.rows {
 		if r.user == "(unknown)" || r.nprocs == 0 && r.user != "(unattributed)" {

@@ -22,7 +22,7 @@ type (
 	sourceEnded struct{}
 	staleCheck  struct{ gen uint64 }
 	// staleTick updates the age of stale data once a second.
-	staleTick struct{ gen uint64 }
+	staleTick   struct{ gen uint64 }
 	pane        int
 	screen      int
 	observeFunc func(sampler.Snapshot) []advisor.Alert
@@ -101,9 +101,9 @@ type Model struct {
 	screen     screen
 	showHelp   bool
 	showAlerts bool
-	fleet    bool
-	host     string // the open host of a fleet; "" shows the host list
-	spanIdx  int
+	fleet      bool
+	host       string // the open host of a fleet; "" shows the host list
+	spanIdx    int
 
 	header headerBar
 	banner bannerBar

@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"regexp"
 	"strings"
 	"syscall"
@@ -321,7 +323,7 @@ func TestSortCycles(t *testing.T) {
 	if m.procs.sortBy != sortPeak || !strings.Contains(screenText(m), "PEAK▼") {
 		t.Error("s should sort by peak and mark the column")
 	}
-	for i := 0; i < int(nSortModes)-1; i++ {
+	for i := 0; i < int(nSortModes) && m.procs.sortBy != sortMem; i++ {
 		keys(m, "s")
 	}
 	if m.procs.sortBy != sortMem {
@@ -392,7 +394,7 @@ func TestMineAndGroup(t *testing.T) {
 		t.Errorf("alice has 2 processes, shown %d", len(m.procs.rows))
 	}
 	keys(m, "m", "u")
-	if !m.procs.group {
+	if m.procs.group != groupUser {
 		t.Fatal("u should group by user")
 	}
 	users := map[string]procRow{}
@@ -417,7 +419,7 @@ func TestMineAndGroup(t *testing.T) {
 		}
 	}
 	keys(m, "enter")
-	if m.procs.group || m.procs.filter != "bob" {
+	if m.procs.group != groupNone || m.procs.filter != "bob" {
 		t.Errorf("enter on bob should filter by bob, group %v filter %q", m.procs.group, m.procs.filter)
 	}
 }
@@ -1351,5 +1353,101 @@ func TestKillRefusedByTheCheck(t *testing.T) {
 	keys(m, "y")
 	if len(*killed) != 0 {
 		t.Errorf("signalled %v", *killed)
+	}
+}
+
+// Where processes have a job, host CPU and host memory (the demo's do), the
+// table shows JOB, CPU% and RSS, sorts by CPU% and RSS (n/a last), and u
+// groups by user, then by job; where none has, the columns are left out.
+func TestJobCPUAndRSSColumns(t *testing.T) {
+	m, _ := newTestModel(Options{User: demo.User})
+	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(demoSnap(t, 10*time.Minute)))
+	s := screenText(m)
+	for _, want := range []string{"JOB", "CPU%", "RSS", "slurm 4242.0", "pod "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the table lacks %q:\n%s", want, s)
+		}
+	}
+	for _, tt := range []struct {
+		mode  sortMode
+		title string
+		val   func(procRow) (float64, bool)
+	}{
+		{sortCPU, "CPU%▼", func(r procRow) (float64, bool) {
+			if r.proc.CPUPercent == nil {
+				return 0, false
+			}
+			return *r.proc.CPUPercent, true
+		}},
+		{sortRSS, "RSS▼", func(r procRow) (float64, bool) {
+			if r.proc.HostMemoryBytes == nil {
+				return 0, false
+			}
+			return float64(*r.proc.HostMemoryBytes), true
+		}},
+	} {
+		for i := 0; i < int(nSortModes) && m.procs.sortBy != tt.mode; i++ {
+			keys(m, "s")
+		}
+		if m.procs.sortBy != tt.mode || !strings.Contains(screenText(m), tt.title) {
+			t.Fatalf("s should reach sort %s and mark %s", tt.mode, tt.title)
+		}
+		prev, seenNA, n := math.Inf(1), false, 0
+		for _, r := range m.procs.rows {
+			if r.kind != rowProc || r.proc.Exited {
+				continue
+			}
+			v, ok := tt.val(r)
+			switch {
+			case !ok:
+				seenNA = true
+			case seenNA:
+				t.Errorf("sort %s: PID %d (%v) after a process without a value", tt.mode, r.proc.PID, v)
+			case v > prev:
+				t.Errorf("sort %s: PID %d (%v) after %v", tt.mode, r.proc.PID, v, prev)
+			default:
+				prev, n = v, n+1
+			}
+		}
+		if n < 3 {
+			t.Errorf("sort %s: %d processes with a value, nothing compared", tt.mode, n)
+		}
+	}
+	keys(m, "u")
+	if m.procs.group != groupUser || !strings.Contains(screenText(m), "by user") {
+		t.Fatal("u should group by user")
+	}
+	keys(m, "u")
+	groups := map[string]procRow{}
+	for _, r := range m.procs.rows {
+		groups[r.user] = r
+	}
+	if m.procs.group != groupJob || !strings.Contains(screenText(m), "by job") {
+		t.Fatal("a second u should group by job")
+	}
+	if g, ok := groups["slurm 4242.0"]; !ok || g.nprocs == 0 || groups["(no job)"].nprocs == 0 {
+		t.Errorf("the job groups: %v", groups)
+	}
+	keys(m, "u")
+	if m.procs.group != groupNone {
+		t.Error("a third u should end the grouping")
+	}
+
+	// No job, CPU or host memory: no such column, live or --once.
+	plain, _ := ready(t, 4, 200, 60)
+	var b bytes.Buffer
+	if err := WriteTable(&b, fakeSnap(t, 4), advisor.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{screenText(plain), b.String()} {
+		for _, col := range []string{" JOB ", "CPU%", " RSS "} {
+			if strings.Contains(out, col) {
+				t.Errorf("%q shown without any value:\n%s", col, out)
+			}
+		}
+	}
+	keys(plain, "u", "u")
+	if plain.procs.group != groupNone {
+		t.Error("without jobs, u goes from users back to no grouping")
 	}
 }

@@ -65,13 +65,24 @@ const (
 	sortPID
 	sortUser
 	sortGPU
+	sortCPU
+	sortRSS
 	nSortModes
 	noSort sortMode = -1
 )
 
 func (s sortMode) String() string {
-	return [...]string{"memory", "peak", "age", "pid", "user", "gpu"}[s]
+	return [...]string{"memory", "peak", "age", "pid", "user", "gpu", "cpu", "rss"}[s]
 }
+
+// groupMode is what the table sums by: nothing, users or jobs.
+type groupMode int
+
+const (
+	groupNone groupMode = iota
+	groupUser
+	groupJob
+)
 
 // procRows are the rows of the process table for snap, in the snapshot's
 // order: per device its processes, then its unattributed memory. The live
@@ -116,6 +127,7 @@ func (r procRow) matches(f string) bool {
 	pr := r.proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||
 		strings.Contains(strings.ToLower(pr.Command), f) ||
+		strings.Contains(strings.ToLower(pr.Job.Name()), f) ||
 		strings.Contains(strings.ToLower(pr.Container), f) ||
 		strings.Contains(strconv.FormatUint(uint64(pr.PID), 10), f)
 }
@@ -177,12 +189,33 @@ func sortRows(rows []procRow, by sortMode) {
 			if c := compareIDs(a.dev, b.dev); c != 0 {
 				return c < 0
 			}
+		case sortCPU:
+			if c := compareOpt(a.proc.CPUPercent, b.proc.CPUPercent); c != 0 {
+				return c > 0
+			}
+		case sortRSS:
+			if c := compareOpt(a.proc.HostMemoryBytes, b.proc.HostMemoryBytes); c != 0 {
+				return c > 0
+			}
 		}
 		if a.bytes != b.bytes {
 			return a.bytes > b.bytes
 		}
 		return a.proc.PID < b.proc.PID
 	})
+}
+
+// compareOpt compares optional values; an absent one is less than any.
+func compareOpt[T cmp.Ordered](a, b *T) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return cmp.Compare(*a, *b)
 }
 
 // compareIDs orders device IDs as people count them: "2" before "10",
@@ -217,8 +250,39 @@ func digitsPrefix(s string) int {
 	return i
 }
 
+// userOf names a row's group in the table by user.
+func userOf(r procRow) string {
+	name := r.proc.User
+	switch {
+	case r.kind == rowUnattr:
+		name = "(unattributed)"
+	case !r.proc.Visible && name == "":
+		name = "(other namespace)"
+	case name == "":
+		name = "(unknown)"
+	}
+	return name
+}
+
+// jobOf names a row's group in the table by job.
+func jobOf(r procRow) string {
+	switch n := r.proc.Job.Name(); {
+	case r.kind == rowUnattr:
+		return "(unattributed)"
+	case n == "":
+		return "(no job)"
+	default:
+		return n
+	}
+}
+
 // groupByUser sums live memory per user across the GPUs.
 func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
+	return groupRows(rows, snap, userOf)
+}
+
+// groupRows sums live memory per group (named by nameOf) across the GPUs.
+func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) string) []procRow {
 	var total uint64
 	for _, d := range snap.Devices {
 		total += d.MemoryTotal
@@ -234,15 +298,7 @@ func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
 		if r.kind == rowProc && r.proc.Exited || r.kind == rowUnlisted {
 			continue
 		}
-		name := r.proc.User
-		switch {
-		case r.kind == rowUnattr:
-			name = "(unattributed)"
-		case !r.proc.Visible && name == "":
-			name = "(other namespace)"
-		case name == "":
-			name = "(unknown)"
-		}
+		name := nameOf(r)
 		a := by[name]
 		if a == nil {
 			a = &acc{row: procRow{kind: rowUser, user: name, mine: r.mine}, gpus: map[string]bool{}}
@@ -303,7 +359,7 @@ type procPane struct {
 	filter   string
 	input    lineInput
 	mineOnly bool
-	group    bool
+	group    groupMode
 }
 
 func newProcPane(out *outbox) procPane {
@@ -338,8 +394,8 @@ func (p *procPane) FilterView() string { return p.input.View() }
 // State is the table's state for the footer: "sort memory · mine only".
 func (p *procPane) State() []string {
 	var state []string
-	if p.group {
-		state = append(state, "by user")
+	if p.group != groupNone {
+		state = append(state, "by "+[...]string{"", "user", "job"}[p.group])
 	} else {
 		state = append(state, "sort "+p.sortBy.String())
 	}
@@ -358,8 +414,8 @@ func (p *procPane) Back() bool {
 	switch {
 	case p.filter != "":
 		p.setFilter("")
-	case p.group:
-		p.group = false
+	case p.group != groupNone:
+		p.group = groupNone
 		p.refresh()
 	default:
 		return false
@@ -390,9 +446,12 @@ func (p *procPane) refresh() {
 		}
 		p.rows = append(p.rows, r)
 	}
-	if p.group {
-		p.rows = groupByUser(p.rows, p.snap)
-	} else {
+	switch p.group {
+	case groupUser:
+		p.rows = groupRows(p.rows, p.snap, userOf)
+	case groupJob:
+		p.rows = groupRows(p.rows, p.snap, jobOf)
+	default:
 		sortRows(p.rows, p.sortBy)
 	}
 	p.reselect()
@@ -489,7 +548,13 @@ func (p *procPane) Update(msg tea.Msg) tea.Cmd {
 func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, p.keys.Sort):
-		p.sortBy = (p.sortBy + 1) % nSortModes
+		// The next sort whose column is on screen.
+		for {
+			p.sortBy = (p.sortBy + 1) % nSortModes
+			if p.sortBy == sortMem || procColumns.sorts(p.sortBy, p.all, p.width) {
+				break
+			}
+		}
 		p.refresh()
 		p.out.status(false, "processes sorted by %s", p.sortBy)
 	case key.Matches(k, p.keys.Filter):
@@ -499,7 +564,11 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 		p.mineOnly = !p.mineOnly
 		p.refresh()
 	case key.Matches(k, p.keys.Group):
-		p.group = !p.group
+		// By user, then by job where processes have one, then neither.
+		p.group = (p.group + 1) % 3
+		if p.group == groupJob && !anyJob(p.all) {
+			p.group = groupNone
+		}
 		p.refresh()
 	case key.Matches(k, p.keys.Kill):
 		if r, ok := p.Selected(); ok && p.focused {
@@ -539,7 +608,7 @@ func (p *procPane) enter() {
 	}
 	switch r.kind {
 	case rowUser:
-		p.group = false
+		p.group = groupNone
 		p.setFilter(r.user)
 	case rowUnattr, rowUnlisted:
 		p.out.post(openDetail{dev: r.dev})
@@ -582,8 +651,11 @@ func (p *procPane) Selected() (procRow, bool) {
 
 // table is the column table on screen.
 func (p *procPane) table() []procColumn {
-	if p.group {
+	switch p.group {
+	case groupUser:
 		return userColumns
+	case groupJob:
+		return jobColumns
 	}
 	return procColumns
 }
@@ -598,8 +670,8 @@ func (p *procPane) View() string {
 	var b strings.Builder
 	b.Grow(p.width * p.height * 2)
 	sortBy := p.sortBy
-	if p.group {
-		sortBy = sortMem // users are always by memory
+	if p.group != groupNone {
+		sortBy = sortMem // groups are always by memory
 	}
 	b.WriteString(p.st.pColHeader.on(fit(lay.header(sortBy), p.width)))
 	n := p.visibleRows()

@@ -59,6 +59,8 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 		devs[0] = append([]string{"HOST"}, devs[0]...)
 	}
 	var devStyle []func(string) string
+	// The advisor's severity, as on the live view's rows.
+	sevs := newSevIndex(advisor.NewMonitor(advisor.Config{Thresholds: th}).Observe(snap))
 	for _, d := range snap.Devices {
 		pct := fmtPct(d.UsedPercent())
 		if d.MemoryTotal == 0 {
@@ -80,7 +82,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 		}
 		devs = append(devs, row)
 		// Only a GPU past a threshold is coloured.
-		if sev := severity(d.UsedPercent(), th); sev > advisor.Info {
+		if sev := sevs.of(d).Severity; sev > advisor.Info {
 			devStyle = append(devStyle, func(s string) string { return st.Severity(sev).Render(s) })
 		} else {
 			devStyle = append(devStyle, nil)
@@ -88,10 +90,12 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	}
 	writeAligned(&b, devs, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, fleet, st, devStyle)
 
-	procs := [][]string{procColumns.titles()}
+	rows := procRows(snap, "", nil)
+	cols := procColumns.shown(rows, false)
+	procs := [][]string{cols.titles()}
 	var procStyle []func(string) string
-	for _, r := range procRows(snap, "", nil) {
-		procs = append(procs, procColumns.cells(r))
+	for _, r := range rows {
+		procs = append(procs, cols.cells(r))
 		switch {
 		case r.kind == rowUnlisted:
 			// Not "no processes": nobody can tell from here.
@@ -108,7 +112,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	if len(procs) == 1 {
 		b.WriteString("no GPU processes\n")
 	} else {
-		writeAligned(&b, procs, procColumns.rightAligned(), false, st, procStyle)
+		writeAligned(&b, procs, cols.rightAligned(), false, st, procStyle)
 	}
 	return b.String()
 }
@@ -172,6 +176,10 @@ type procColumn struct {
 	most, shortMost int
 	// cell is the row's text; short asks for the narrow form ("61.2G").
 	cell func(r procRow, short bool) string
+	// show says whether the column is shown for rows (nil: always); wide
+	// ones are left out of the narrow form.
+	show func(rows []procRow) bool
+	wide bool
 }
 
 // columnTable is a table's columns, left to right; the last one takes the
@@ -204,6 +212,14 @@ var procColumns = columnTable{
 			}
 			return r.proc.User
 		}},
+	// JOB: the Slurm job, pod or container, where any process has one.
+	{title: "JOB", sort: noSort, width: 3, grow: func(r procRow) int { return len(r.proc.Job.Name()) }, most: 20, wide: true,
+		show: anyJob, cell: func(r procRow, _ bool) string {
+			if r.kind != rowProc {
+				return ""
+			}
+			return r.proc.Job.Name()
+		}},
 	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
 		switch {
 		case r.kind == rowUnlisted:
@@ -222,6 +238,26 @@ var procColumns = columnTable{
 			return ""
 		}
 		return sizeCell(r.proc.PeakBytes, short)
+	}},
+	// CPU% and RSS: the process's host CPU (100 = one core) and resident
+	// host memory.
+	{title: "CPU%", sort: sortCPU, right: true, width: 5, wide: true, show: anyCPU, cell: func(r procRow, _ bool) string {
+		switch {
+		case r.kind != rowProc || r.proc.Exited:
+			return ""
+		case r.proc.CPUPercent == nil:
+			return na
+		}
+		return fmt.Sprintf("%.0f", *r.proc.CPUPercent)
+	}},
+	{title: "RSS", sort: sortRSS, right: true, width: 9, wide: true, show: anyRSS, cell: func(r procRow, _ bool) string {
+		switch {
+		case r.kind != rowProc || r.proc.Exited:
+			return ""
+		case r.proc.HostMemoryBytes == nil:
+			return na
+		}
+		return fmtBytes(*r.proc.HostMemoryBytes)
 	}},
 	{title: "AGE", sort: sortAge, right: true, width: 6, cell: func(r procRow, _ bool) string {
 		switch {
@@ -265,6 +301,63 @@ var userColumns = columnTable{
 	{title: "BIGGEST", sort: noSort, cell: func(r procRow, _ bool) string { return r.top }},
 }
 
+// jobColumns is the table grouped by job: userColumns under another title.
+var jobColumns = append(columnTable{{title: "JOB", sort: noSort, width: 18, cell: userColumns[0].cell}}, userColumns[1:]...)
+
+// anyJob reports whether a process of rows belongs to a job.
+func anyJob(rows []procRow) bool {
+	for _, r := range rows {
+		if r.proc.Job.Name() != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// anyCPU and anyRSS report whether the source measured a process's host
+// CPU or memory: a source that does not (a recording of an older vramtop)
+// gets no column of n/a.
+func anyCPU(rows []procRow) bool {
+	for _, r := range rows {
+		if r.proc.CPUPercent != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func anyRSS(rows []procRow) bool {
+	for _, r := range rows {
+		if r.proc.HostMemoryBytes != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sorts reports whether the table shown for rows at width has the column
+// of mode.
+func (t columnTable) sorts(mode sortMode, rows []procRow, width int) bool {
+	for _, c := range layoutColumns(t, rows, width).cols {
+		if c.sort == mode {
+			return true
+		}
+	}
+	return false
+}
+
+// shown is the table's columns shown for rows, in the narrow form or not.
+func (t columnTable) shown(rows []procRow, short bool) columnTable {
+	out := make(columnTable, 0, len(t))
+	for _, c := range t {
+		if c.show != nil && !c.show(rows) || short && c.wide {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func pctCell(r procRow, _ bool) string {
 	if !r.hasBytes {
 		return ""
@@ -279,7 +372,8 @@ func sizeCell(b uint64, short bool) string {
 	return fmtBytes(b)
 }
 
-// titles are the column titles of the --once table.
+// titles are the column titles of the --once table (the table of its
+// rows: t.shown(rows, false)).
 func (t columnTable) titles() []string {
 	out := make([]string, len(t))
 	for i, c := range t {
@@ -350,13 +444,19 @@ func (l *tableLayout) widen(rows []procRow, short bool) {
 	}
 }
 
-// layoutColumns lays the table out at width for rows: the narrow form where
-// the last column would get less than shortBelow.
+// layoutColumns lays the table out at width for rows: where the last
+// column would get less than shortBelow, without the wide columns, then in
+// the narrow form (short sizes) too.
 func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
-	l := tableLayout{cols: cols, widths: make([]int, len(cols))}
-	l.widen(rows, false)
-	if width-l.fixedWidth() < shortBelow {
-		l.widen(rows, true)
+	var l tableLayout
+	// Every column; then without the wide ones; then short sizes too.
+	for _, step := range [][2]bool{{false, false}, {true, false}, {true, true}} {
+		t := cols.shown(rows, step[0])
+		l = tableLayout{cols: t, widths: make([]int, len(t))}
+		l.widen(rows, step[1])
+		if width-l.fixedWidth() >= shortBelow {
+			break
+		}
 	}
 	l.widths[len(l.widths)-1] = max(width-l.fixedWidth(), 0)
 	return l
@@ -365,7 +465,8 @@ func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
 // minWidth is the narrowest the table fits for rows: its narrow form and
 // minLastWidth of the last column.
 func (t columnTable) minWidth(rows []procRow) int {
-	l := tableLayout{cols: t, widths: make([]int, len(t))}
+	n := t.shown(rows, true)
+	l := tableLayout{cols: n, widths: make([]int, len(n))}
 	l.widen(rows, true)
 	return l.fixedWidth() + minLastWidth
 }
