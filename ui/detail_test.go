@@ -232,3 +232,23 @@ func TestReplayOfAnUnsetClock(t *testing.T) {
 		}
 	}
 }
+
+// TestOnceTableTakesTheAdvisorsSeverity: the one-shot table colours a GPU
+// as the live view does, held in warning by its recent peak.
+func TestOnceTableTakesTheAdvisorsSeverity(t *testing.T) {
+	st := NewStyles(true, false)
+	out := renderTable(st, issueSnap(), advisor.DefaultThresholds())
+	var row0, row1 string
+	for _, l := range strings.Split(out, "\n") {
+		switch plain := ansi.Strip(l); {
+		case strings.HasPrefix(plain, "0 "):
+			row0 = l
+		case strings.HasPrefix(plain, "1 "):
+			row1 = l
+		}
+	}
+	warn := st.pSev[advisor.Warn].pre
+	if !strings.Contains(row0, warn) || strings.Contains(row1, warn) {
+		t.Errorf("GPU 0 (77.5%%, 86.7%% 19 s ago) should be in the warning colour, GPU 1 not:\n%q\n%q", row0, row1)
+	}
+}
