@@ -239,7 +239,11 @@ func (d detailView) View() string {
 	if g := d.plot(dev, proc, isProc, d.plotH); g != "" {
 		parts = append(parts, g)
 	} else if d.plotH > 0 {
-		parts = append(parts, padLines(d.st.Dim.Render(fit("  no history yet", d.width)), d.plotH))
+		msg := "  no history yet"
+		if dev.History.Len() > 0 {
+			msg = "  too little room for a plot that sets the warn and crit lines apart"
+		}
+		parts = append(parts, padLines(d.st.Dim.Render(fit(msg, d.width)), d.plotH))
 	}
 	if d.advH > 0 {
 		parts = append(parts, d.adviceView())
