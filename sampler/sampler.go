@@ -179,9 +179,10 @@ type procState struct {
 	util      *float64
 	// listed is the process poll that last listed it.
 	listed uint64
-	// view is the process as the next snapshot shows it, rebuilt when
-	// viewOK is false.
-	view   Process
+	// view is the process as the last snapshot showed it (an element of
+	// that snapshot's list, never written); viewOK is false when a poll has
+	// changed the process since.
+	view   *Process
 	viewOK bool
 	uid    *uint32
 }
@@ -779,10 +780,11 @@ func (d *devState) processes() []Process {
 	// and no pointer to follow per comparison.
 	d.order = d.order[:0]
 	for _, p := range d.live {
-		if !p.viewOK {
-			p.view, p.viewOK = p.snapshot(false), true
+		used := p.last.UsedBytes
+		if !p.last.HasUsed {
+			used = 0
 		}
-		d.order = append(d.order, procOrder{used: p.view.Used(), pid: p.key.PID, p: p})
+		d.order = append(d.order, procOrder{used: used, pid: p.key.PID, p: p})
 	}
 	slices.SortFunc(d.order, func(a, b procOrder) int {
 		if c := cmp.Compare(b.used, a.used); c != 0 {
@@ -790,15 +792,19 @@ func (d *devState) processes() []Process {
 		}
 		return cmp.Compare(a.pid, b.pid)
 	})
-	for i, o := range d.order {
-		d.live[i] = o.p
-	}
-	clear(d.order) // no pointers kept past the sort
 	exited := d.sortedExited()
 	out := make([]Process, len(d.live), len(d.live)+len(exited))
-	for i, p := range d.live {
-		out[i] = p.view
+	for i, o := range d.order {
+		p := o.p
+		d.live[i] = p
+		if p.viewOK {
+			out[i] = *p.view
+		} else {
+			out[i], p.viewOK = p.snapshot(false), true
+		}
+		p.view = &out[i]
 	}
+	clear(d.order) // no pointers kept past the sort
 	return append(out, exited...)
 }
 
