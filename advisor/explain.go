@@ -1,7 +1,6 @@
 package advisor
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"unsafe"
@@ -148,7 +147,7 @@ const (
 // message starts, logger prefix included.
 type oomFormat struct {
 	framework string
-	anchor    *regexp.Regexp
+	anchor    *pattern
 	// accept, when set, tells a message from prose that mentions one.
 	accept func(c anchorCtx) bool
 	// tail marks a format that reads the end of another's message (a

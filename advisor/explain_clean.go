@@ -3,7 +3,6 @@ package advisor
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -83,7 +82,7 @@ func cleanLines(log string) []cleanLine {
 }
 
 // srunLabel is srun --label's task number before each line: "3: ".
-var srunLabel = regexp.MustCompile(`^\s*(\d{1,4}):\s`)
+var srunLabel = re(`^\s*(\d{1,4}):\s`)
 
 // stripLabel returns lines[i] without srun's label when the line before or
 // after carries the same one: a line a terminal wrapped may start with
@@ -226,7 +225,7 @@ func unescape(s string) string {
 	return b.String()
 }
 
-var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])`)
+var ansiRE = re(`\x1b(?:\[[0-9;:?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])`)
 
 func stripANSI(s string) string {
 	if !strings.Contains(s, "\x1b") {
@@ -254,28 +253,28 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 
 
 // prefixREs are logger and launcher prefixes, stripped from the start of a
 // line again and again while one matches.
-var prefixREs = []*regexp.Regexp{
+var prefixREs = []*pattern{
 	// torchrun / torch.distributed: "[rank3]:", "[default0]:" (srun's "3: ":
 	// stripLabel).
-	regexp.MustCompile(`^\s*\[(?:rank|default|local_rank)\d+\]:\s?`),
+	re(`^\s*\[(?:rank|default|local_rank)\d+\]:\s?`),
 	// Ray: "(RayWorkerWrapper pid=1234, ip=10.0.0.1)".
-	regexp.MustCompile(`^\s*\([\w-]*\s?pid=\d+(?:,\s*ip=[\w.:]+)?\)\s?`),
+	re(`^\s*\([\w-]*\s?pid=\d+(?:,\s*ip=[\w.:]+)?\)\s?`),
 	// Timestamps: ISO, with optional brackets, zone; "12:00:00.123"; CRI "stdout F".
-	regexp.MustCompile(`^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?:?\s*`),
-	regexp.MustCompile(`^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*`),
-	regexp.MustCompile(`^(?:stdout|stderr) [FP] `),
+	re(`^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?:?\s*`),
+	re(`^\s*\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s*`),
+	re(`^(?:stdout|stderr) [FP] `),
 	// Python logging "ERROR:root:", "WARNING:__main__:".
-	regexp.MustCompile(`^\s*(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.<>-]*:\s?`),
+	re(`^\s*(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.<>-]*:\s?`),
 	// Levels: "ERROR ", "[ERROR]", "ERROR - ", "E " (glog), loguru "| ERROR | mod:fn:12 - ".
-	regexp.MustCompile(`^\s*\|?\s*\[?(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL|TRACE)\]?\s*(?:\|\s*[\w.<>]+:[\w.<>]+:\d+\s*-\s*|[:|-]\s*)?`),
+	re(`^\s*\|?\s*\[?(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL|TRACE)\]?\s*(?:\|\s*[\w.<>]+:[\w.<>]+:\d+\s*-\s*|[:|-]\s*)?`),
 	// vLLM "05-01 12:00:00 [file.py:123] ".
-	regexp.MustCompile(`^\s*\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*`),
+	re(`^\s*\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*`),
 	// glog / absl: "E0501 12:00:00.123456 12345 file.cc:123] ", TF ": W tensorflow/x.cc:12] ".
-	regexp.MustCompile(`^\s*[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w./-]+:\d+\]\s?`),
-	regexp.MustCompile(`^\s*:?\s*[IWEF] [\w./-]+:\d+\]\s?`),
-	regexp.MustCompile(`^\s*\[[\w./-]+\.(?:py|cc|cpp|h|go):\d+\]\s?`),
+	re(`^\s*[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w./-]+:\d+\]\s?`),
+	re(`^\s*:?\s*[IWEF] [\w./-]+:\d+\]\s?`),
+	re(`^\s*\[[\w./-]+\.(?:py|cc|cpp|h|go):\d+\]\s?`),
 	// pytest failure lines "E       ".
-	regexp.MustCompile(`^E {2,}`),
+	re(`^E {2,}`),
 }
 
 func stripPrefixes(s string) string {

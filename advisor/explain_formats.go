@@ -5,11 +5,48 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Patterns allow optional whitespace (\s*) wherever the message has a
 // space: the cleaned log joins wrapped lines with nothing between them.
-func re(p string) *regexp.Regexp { return regexp.MustCompile(p) }
+func re(p string) *pattern {
+	pt := &pattern{src: p}
+	patterns = append(patterns, pt)
+	return pt
+}
+
+// pattern is a regular expression compiled on its first use rather than at
+// start-up: the explainer's hundred-odd patterns took several milliseconds and
+// about 2 MB to compile, which every command (the live view included) paid
+// before doing anything. patterns lists them all, for the test that compiles
+// each one.
+type pattern struct {
+	once sync.Once
+	src  string
+	re   *regexp.Regexp
+}
+
+var patterns []*pattern
+
+func (p *pattern) get() *regexp.Regexp {
+	p.once.Do(func() { p.re = regexp.MustCompile(p.src) })
+	return p.re
+}
+
+func (p *pattern) String() string                         { return p.src }
+func (p *pattern) MatchString(s string) bool              { return p.get().MatchString(s) }
+func (p *pattern) FindString(s string) string             { return p.get().FindString(s) }
+func (p *pattern) FindStringIndex(s string) []int         { return p.get().FindStringIndex(s) }
+func (p *pattern) FindStringSubmatch(s string) []string   { return p.get().FindStringSubmatch(s) }
+func (p *pattern) FindStringSubmatchIndex(s string) []int { return p.get().FindStringSubmatchIndex(s) }
+func (p *pattern) FindAllStringIndex(s string, n int) [][]int {
+	return p.get().FindAllStringIndex(s, n)
+}
+func (p *pattern) FindAllStringSubmatch(s string, n int) [][]string {
+	return p.get().FindAllStringSubmatch(s, n)
+}
+func (p *pattern) ReplaceAllString(s, repl string) string { return p.get().ReplaceAllString(s, repl) }
 
 var formats = []oomFormat{
 	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS, lits: []string{"mpsbackendoutofmemory"}},
@@ -212,7 +249,7 @@ func parseMallocAsync(seg, line string, e *Explanation) {
 		setDevice(e, g[1])
 	}
 	for _, x := range []struct {
-		re  *regexp.Regexp
+		re  *pattern
 		dst **uint64
 	}{{maAllocated, &e.AllocatedByFrameworkBytes}, {maRequested, &e.RequestedBytes}, {maLimit, &e.TotalBytes}, {maFree, &e.FreeBytes}, {maAllowed, &e.AllowedBytes}} {
 		if g := x.re.FindStringSubmatch(seg); g != nil {
@@ -254,7 +291,7 @@ func parsePaddle(seg, line string, e *Explanation) {
 		setDevice(e, g[1])
 	}
 	for _, x := range []struct {
-		re  *regexp.Regexp
+		re  *pattern
 		dst **uint64
 	}{{paddleRequest, &e.RequestedBytes}, {paddleAllocated, &e.AllocatedByFrameworkBytes}, {paddleFree, &e.FreeBytes}} {
 		if g := x.re.FindStringSubmatch(seg); g != nil {
@@ -345,7 +382,7 @@ var (
 func parseMPS(seg, line string, e *Explanation) {
 	seg = head(seg, 600)
 	for _, x := range []struct {
-		re  *regexp.Regexp
+		re  *pattern
 		dst **uint64
 	}{{mpsAllocated, &e.AllocatedByFrameworkBytes}, {mpsOther, &e.OtherAllocationsBytes}, {mpsMax, &e.AllowedBytes}, {mpsRequest, &e.RequestedBytes}} {
 		if g := x.re.FindStringSubmatch(seg); g != nil {

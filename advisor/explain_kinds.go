@@ -2,7 +2,6 @@ package advisor
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -175,7 +174,7 @@ var (
 	// uint16" (sizes of 100 and more print as "201. GiB").
 	numpyAlloc = re(`Unable\s*to\s*allocate\s*(?:(\d+(?:\.\d*)?)\s*(KiB|MiB|GiB|TiB|PiB|B|bytes)\s*for\s*)?(?:an\s*)?array\s*with\s*shape\s*\(([\d,\s]{0,200})\)\s*and\s*data\s*type\s*(\w+)`)
 	// A Python MemoryError alone on its line (the traceback's last line).
-	pyMemoryErrorLine = regexp.MustCompile(`^\s*(?:E\s+)?(?:builtins\.)?MemoryError\s*(?::.*)?$`)
+	pyMemoryErrorLine = re(`^\s*(?:E\s+)?(?:builtins\.)?MemoryError\s*(?::.*)?$`)
 )
 
 func acceptPyMemoryError(c anchorCtx) bool { return pyMemoryErrorLine.MatchString(c.line) }
@@ -226,7 +225,7 @@ func parseKubernetes(seg, line string, e *Explanation) {
 // alone on a line, "bash: line 1: 1921 Killed  python train.py", "exit code
 // 137", torchrun's "exitcode: -9". Most often the kernel's OOM killer.
 var (
-	shellKilledLine = regexp.MustCompile(`^\s*(?:\[\d+\]\+?\s+|[^\s:]+:\s*line\s*\d+:\s*\d+\s+)?Killed(?:\s{2,}\S.*|\s*)$`)
+	shellKilledLine = re(`^\s*(?:\[\d+\]\+?\s+|[^\s:]+:\s*line\s*\d+:\s*\d+\s+)?Killed(?:\s{2,}\S.*|\s*)$`)
 	exitSIGKILL     = re(`(?i:exit(?:ed)?\s*(?:with\s*)?(?:code|status)|exitcode|exit_code|return\s*code|returncode|non-zero\s*exit\s*status)\s*[:=]?\s*(?:137|-9)\b|(?i:signal\s*9\s*\(SIGKILL\)|Signals\.SIGKILL|status\s*of\s*9\s*\(SIGKILL\))`)
 	ranOutOfMemory  = re(`(?i:ran\s*out-?\s*of-?\s*memory)`)
 )

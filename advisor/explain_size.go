@@ -2,7 +2,6 @@ package advisor
 
 import (
 	"math/big"
-	"regexp"
 	"strings"
 )
 
@@ -16,7 +15,7 @@ const sizePat = `(\d+(?:\.\d+)?)\s*(bytes|byte|KiB|MiB|GiB|TiB|PiB|KB|MB|GB|TB|P
 // sz is sizePat for use inside other patterns.
 var sz = sizePat
 
-var sizeRE = regexp.MustCompile(`^` + sizePat)
+var sizeRE = re(`^` + sizePat)
 
 func unitShift(u string) uint {
 	switch strings.ToUpper(u[:1]) {

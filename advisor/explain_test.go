@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 )
 
@@ -160,5 +161,18 @@ func TestExplainFormats(t *testing.T) {
 				t.Errorf("found but no diagnosis or remedies: %+v", e)
 			}
 		})
+	}
+}
+
+// Every pattern of the explainer compiles: they are compiled on first use,
+// so a bad one would otherwise fail only on the log that reaches it.
+func TestEveryPatternCompiles(t *testing.T) {
+	if len(patterns) < 50 {
+		t.Fatalf("%d patterns registered, want all of the explainer's", len(patterns))
+	}
+	for _, p := range patterns {
+		if _, err := regexp.Compile(p.src); err != nil {
+			t.Errorf("pattern %q: %v", p.src, err)
+		}
 	}
 }
