@@ -33,7 +33,7 @@ func newKeyMap(replay bool) keyMap {
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "cycle sort")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by user or command")),
 		Mine:     key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "my processes only")),
-		Group:    key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "group by user")),
+		Group:    key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "group by user, then by job")),
 		Span:     key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "graph time span")),
 		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause display")),
 		Faster:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "sample faster (1m … 50ms)")),
