@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -26,16 +25,16 @@ type alertsScreen struct {
 	alerts []advisor.Alert
 	since  map[string]time.Time // when the view first saw an alert that carries no Since
 	snap   sampler.Snapshot
-	vp     viewport.Model
+	pg     pager
 }
 
 func newAlertsScreen() alertsScreen {
-	return alertsScreen{vp: viewport.New(), since: map[string]time.Time{}}
+	return alertsScreen{pg: newPager(), since: map[string]time.Time{}}
 }
 
 func (a *alertsScreen) setStyles(st Styles, keys keyMap, title string) {
 	a.st, a.keys, a.title = st, keys, title
-	a.vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
+	a.pg.setKeys(keys)
 	a.refresh()
 }
 
@@ -71,44 +70,25 @@ func (a *alertsScreen) Bindings() []key.Binding {
 	return []key.Binding{a.keys.Up, a.keys.Down, a.keys.PageUp, a.keys.PageDown, a.keys.Alerts, a.keys.Back}
 }
 
-func (a *alertsScreen) Update(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		switch {
-		case key.Matches(k, a.keys.Top):
-			a.vp.GotoTop()
-			return nil
-		case key.Matches(k, a.keys.Bottom):
-			a.vp.GotoBottom()
-			return nil
-		}
-	}
-	var cmd tea.Cmd
-	a.vp, cmd = a.vp.Update(msg)
-	return cmd
-}
+// Update scrolls.
+func (a *alertsScreen) Update(msg tea.Msg) tea.Cmd { return a.pg.Update(msg) }
+
+// Top scrolls back to the first alert.
+func (a *alertsScreen) Top() { a.pg.Top() }
 
 func (a *alertsScreen) refresh() {
 	if a.width <= 0 || a.height <= 0 {
 		return
 	}
-	a.vp.SetWidth(a.width)
-	a.vp.SetHeight(max(a.height-2, 1))
-	y := a.vp.YOffset()
-	a.vp.SetContent(a.content())
-	a.vp.SetYOffset(y)
+	a.pg.Set(a.content(), a.width, a.height-2)
 }
 
 func (a *alertsScreen) View() string {
 	if a.width <= 0 || a.height <= 0 {
 		return ""
 	}
-	n := len(a.alerts)
-	head := a.st.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.title, n)) + a.st.Dim.Render("   (a or esc to close)")
-	foot := ""
-	if a.vp.TotalLineCount() > a.vp.Height() {
-		foot = fmt.Sprintf("  ↑/↓ pgup/pgdn: scroll · %d%%", int(a.vp.ScrollPercent()*100+0.5))
-	}
-	return fit(head, a.width) + "\n" + a.vp.View() + "\n" + a.st.Dim.Render(fit(foot, a.width))
+	head := a.st.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.title, len(a.alerts))) + a.st.Dim.Render("   (a or esc to close)")
+	return fit(head, a.width) + "\n" + a.pg.View() + "\n" + a.st.Dim.Render(fit(a.pg.ScrollLine(), a.width))
 }
 
 // content is one block per alert: a line of what, where and since when,

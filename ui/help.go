@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -23,16 +22,16 @@ type helpScreen struct {
 	groups [][]key.Binding
 	width  int
 	height int
-	vp     viewport.Model
+	pg     pager
 }
 
 func newHelpScreen() helpScreen {
-	return helpScreen{vp: viewport.New()}
+	return helpScreen{pg: newPager()}
 }
 
 func (h *helpScreen) setStyles(st Styles, keys keyMap, th advisor.Thresholds, title string) {
 	h.st, h.keys, h.th, h.title = st, keys, th, title
-	h.vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
+	h.pg.setKeys(keys)
 	h.refresh()
 }
 
@@ -55,21 +54,10 @@ func (h *helpScreen) Bindings() []key.Binding {
 }
 
 // Update scrolls.
-func (h *helpScreen) Update(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		switch {
-		case key.Matches(k, h.keys.Top):
-			h.vp.GotoTop()
-			return nil
-		case key.Matches(k, h.keys.Bottom):
-			h.vp.GotoBottom()
-			return nil
-		}
-	}
-	var cmd tea.Cmd
-	h.vp, cmd = h.vp.Update(msg)
-	return cmd
-}
+func (h *helpScreen) Update(msg tea.Msg) tea.Cmd { return h.pg.Update(msg) }
+
+// Top scrolls back to the first line.
+func (h *helpScreen) Top() { h.pg.Top() }
 
 // refresh lays the content out at the width and fits the viewport to the
 // height: a scroll line under it when the content does not fit.
@@ -78,27 +66,21 @@ func (h *helpScreen) refresh() {
 		return
 	}
 	content := h.content()
-	h.vp.SetWidth(h.width)
 	vh := h.height
 	if lipgloss.Height(content) > vh {
 		vh--
 	}
-	h.vp.SetHeight(max(vh, 1))
-	y := h.vp.YOffset()
-	h.vp.SetContent(content)
-	h.vp.SetYOffset(y)
+	h.pg.Set(content, h.width, vh)
 }
 
 func (h *helpScreen) View() string {
 	if h.width <= 0 || h.height <= 0 {
 		return ""
 	}
-	v := h.vp.View()
-	if h.vp.TotalLineCount() <= h.vp.Height() {
-		return v
+	if !h.pg.Overflows() {
+		return h.pg.View()
 	}
-	more := fmt.Sprintf("  ↑/↓ pgup/pgdn: scroll · %d%% · ? or esc: close", int(h.vp.ScrollPercent()*100+0.5))
-	return v + "\n" + h.st.Dim.Render(fit(more, h.width))
+	return h.pg.View() + "\n" + h.st.Dim.Render(fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
 }
 
 // content is the key list, in as many columns as the width takes, and the

@@ -436,10 +436,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Help):
 		m.help.SetGroups(m.helpGroups())
-		m.help.vp.GotoTop()
+		m.help.Top()
 		m.showHelp = true
 	case key.Matches(k, m.keys.Alerts):
-		m.alertv.vp.GotoTop()
+		m.alertv.Top()
 		m.showAlerts = true
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
@@ -579,7 +579,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 			m.setStatus(true, "open a process (not a GPU) to signal it")
 			return nil
 		}
-		for _, r := range procRows(m.view, m.procs.user, nil) {
+		for _, r := range procRows(m.view, m.procs.User(), nil) {
 			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
 				m.out.post(killRequest{row: r})
 				return nil
@@ -600,7 +600,7 @@ func (m *Model) helpGroups() [][]key.Binding { return m.keys.helpGroups() }
 // a header, a GPU line, the column header, minProcRows processes and the
 // footer.
 func (m *Model) minSize() (w, h int) {
-	return procColumns.minWidth(m.procs.all), 1 + 1 + 1 + minProcRows + 1
+	return m.procs.MinWidth(), 1 + 1 + 1 + minProcRows + 1
 }
 
 const minProcRows = 3
@@ -628,7 +628,7 @@ func (m *Model) relayout() {
 		m.hosts.SetSize(m.width, body)
 	default:
 		procMin := 1 + minProcRows
-		procWant := 1 + max(len(m.procs.rows), 1)
+		procWant := m.procs.Wants()
 		gh := m.gpus.Layout(m.width, body, procMin, procWant)
 		m.procs.SetSize(m.width, body-gh)
 	}

@@ -426,6 +426,15 @@ func (p *procPane) Back() bool {
 // SetUser sets whose processes are "mine".
 func (p *procPane) SetUser(u string) { p.user = u }
 
+// User is whose processes are "mine".
+func (p *procPane) User() string { return p.user }
+
+// MinWidth is the narrowest the table fits its rows (from its columns).
+func (p *procPane) MinWidth() int { return procColumns.minWidth(p.all) }
+
+// Wants is the height that shows every row under the column header.
+func (p *procPane) Wants() int { return 1 + max(len(p.rows), 1) }
+
 // SetSnapshot rebuilds the rows from the devices shown.
 func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
 	p.snap = snap
