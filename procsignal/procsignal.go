@@ -152,13 +152,24 @@ func (h *Handle) verify() error {
 		return fmt.Errorf("PID %d %w", h.t.PID, ErrExited)
 	case info.StartTime.IsZero() || !info.HasUID:
 		return fmt.Errorf("PID %d %w: /proc does not show its start time and owner", h.t.PID, ErrUnknown)
-	case !info.StartTime.Equal(h.t.StartTime):
+	case !sameStart(info.StartTime, h.t.StartTime):
 		return fmt.Errorf("PID %d %w: it started at %s, the one shown at %s (the PID was reused)", h.t.PID, ErrChanged,
 			info.StartTime.Format("15:04:05.00"), h.t.StartTime.Format("15:04:05.00"))
 	case info.UID != *h.t.UID:
 		return fmt.Errorf("PID %d %w: its UID is %d, the one shown %d", h.t.PID, ErrChanged, info.UID, *h.t.UID)
 	}
 	return nil
+}
+
+// sameStart reports whether two start times read from /proc name the same
+// start. Each is the boot time in whole seconds plus the start in clock
+// ticks; the kernel's boot time can read one second apart between two
+// readers (it is derived from the clock minus the uptime), so a difference
+// of exactly one second is the same start; any other difference, to the
+// tick, is another process.
+func sameStart(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d == 0 || d == time.Second || d == -time.Second
 }
 
 func (o Opener) euid() int {

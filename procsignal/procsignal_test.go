@@ -244,3 +244,36 @@ func TestClosedHandleSignalsNothing(t *testing.T) {
 		t.Error("signalled")
 	}
 }
+
+// Two readers of /proc may see the boot time one second apart: the same
+// start then reads exactly one second off, and is still the process
+// shown; any other difference is another process.
+func TestBootTimeWobble(t *testing.T) {
+	c, tg := child(t)
+	boot := time.Unix(1_700_000_000, 0)
+	for _, tt := range []struct {
+		bootShift time.Duration
+		ticks     uint64
+		ok        bool
+	}{
+		{0, 4200, true},
+		{time.Second, 4200, true},
+		{-time.Second, 4200, true},
+		{0, 4201, false},           // 10 ms later: another process
+		{time.Second, 4150, false}, // half a second off: another process
+		{2 * time.Second, 4200, false},
+	} {
+		root := t.TempDir()
+		fakeProc(t, root, tg.PID, boot.Add(tt.bootShift), tt.ticks, *tg.UID)
+		shown := tg
+		shown.StartTime = boot.Add(42 * time.Second)
+		h, err := (Opener{ProcRoot: root, NoPidfd: true}).Open(shown)
+		if tt.ok != (err == nil) {
+			t.Errorf("boot %+v, ticks %d: open %v, want ok=%v", tt.bootShift, tt.ticks, err, tt.ok)
+		}
+		h.Close()
+	}
+	if !alive(c) {
+		t.Error("signalled")
+	}
+}
