@@ -33,15 +33,21 @@ type command struct {
 	// files: its arguments are files (or a command), which the shells
 	// complete.
 	files bool
+	// example is a command line or two, shown under Examples.
+	example string
 }
 
 // commands is the command table; `vramtop` alone is the live view (runTop).
 func commands() []command {
 	return []command{
-		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain, files: true},
-		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", run: runPick},
-		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"}},
-		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true},
+		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain, files: true,
+			example: "  vramtop explain train.log\n  python train.py 2>&1 | tee train.log; vramtop explain --live train.log"},
+		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", run: runPick,
+			example: "  CUDA_VISIBLE_DEVICES=$(vramtop pick --min-free 20GiB) python train.py\n  vramtop pick --count 2"},
+		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"},
+			example: "  CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB --timeout 2h) python train.py"},
+		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true,
+			example: "  vramtop run -- python train.py --batch-size 64\n  vramtop run --report json --report-file report.json -- ./train.sh"},
 		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},
 		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
 		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
@@ -196,6 +202,7 @@ func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
 	for _, c := range commands() {
 		sub := cobraCommand(c.name, c.run, c.settings, cfg, raw, code)
 		sub.Short = c.summary
+		sub.Example = c.example
 		if c.passArgs {
 			sub.Flags().SetInterspersed(false)
 		}

@@ -52,7 +52,8 @@ func manPage() string {
 
 // forMan readies c and its subcommands' text for roff: a paragraph's
 // lines joined (roff fills them), a flag's value name without the
-// backquotes that mark it for --help ("percent", not "`percent`").
+// backquotes that mark it for --help ("percent", not "`percent`"), and its
+// default.
 func forMan(c *cobra.Command) {
 	paras := strings.Split(c.Long, "\n\n")
 	for i, p := range paras {
@@ -62,6 +63,11 @@ func forMan(c *cobra.Command) {
 	c.Flags().VisitAll(func(f *pflag.Flag) {
 		if name, _ := pflag.UnquoteUsage(f); name != "" {
 			f.Usage = "(" + strings.ToUpper(name) + ") " + strings.ReplaceAll(f.Usage, "`", "")
+		}
+		switch f.DefValue {
+		case "", "false", "0", "[]":
+		default:
+			f.Usage += " (default " + f.DefValue + ")"
 		}
 	})
 	for _, sub := range c.Commands() {
