@@ -43,8 +43,9 @@ const (
 	LabelContainerID = "container_id"
 	// LabelHPCJob is the Slurm job of a process, as dcgm-exporter names it.
 	LabelHPCJob = "hpc_job"
-	// LabelPod is the Kubernetes pod (its UID) of a process.
-	LabelPod = "pod"
+	// LabelPodUID is the UID of a process's Kubernetes pod. (dcgm-exporter's
+	// pod label is the pod's name, which a process's cgroup does not give.)
+	LabelPodUID = "pod_uid"
 )
 
 // Metric names.
@@ -454,7 +455,7 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		}
 		pl = append(pl, label{"pid", strconv.FormatUint(uint64(p.PID), 10)})
 		if p.Job != nil && p.Job.K8sPodUID != "" {
-			pl = append(pl, label{LabelPod, validUTF8(p.Job.K8sPodUID)})
+			pl = append(pl, label{LabelPodUID, validUTF8(p.Job.K8sPodUID)})
 		}
 		pl = append(pl, label{"type", p.Type}, label{"user", validUTF8(p.User)})
 		if p.UsedBytes == nil {

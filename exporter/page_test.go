@@ -240,3 +240,27 @@ func textParser() *expfmt.TextParser {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return &p
 }
+
+// TestJobLabels: a process's container, Slurm job and pod are labels of its
+// series where known, and absent where not.
+func TestJobLabels(t *testing.T) {
+	snap := fixedSnapshot()
+	ps := snap.Devices[0].Processes
+	ps[0].Container = "9b1e4a7c2f5d"
+	ps[0].Job = &sampler.Job{SlurmJobID: "4242", SlurmStep: "0"}
+	ps[1].Job = &sampler.Job{K8sPodUID: "1a2b3c4d-0000-1111-2222-333344445555", ContainerID: "abc"}
+	c := newTestCollector(&snap, nil, t0)
+	page := string(c.Page(nil))
+	for _, want := range []string{
+		`vramtop_process_gpu_memory_bytes{UUID="GPU-aaaa",command="python3 train.py --lr 3e-4",container_id="9b1e4a7c2f5d",gpu="0",hostname="node7",hpc_job="4242",pid="4242",type="compute",user="alice"} `,
+		`,gpu="0",hostname="node7",pid="77",pod_uid="1a2b3c4d-0000-1111-2222-333344445555",type="compute",user="bob"} `,
+		`vramtop_process_gpu_memory_bytes{GPU_I_ID="3",UUID="MIG-dddd",command="serve",gpu="2",hostname="node7",pid="5000",type="compute",user="dave"} `,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if got, w := sortedLines(page), sortedLines(gathered(t, c)); !slices.Equal(got, w) {
+		t.Error("page differs from client_golang's encoding")
+	}
+}
