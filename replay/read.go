@@ -468,6 +468,9 @@ func openFile(ctx context.Context, name string) (*os.File, error) {
 		in.Close()
 		return nil, fmt.Errorf("%s is a directory", name)
 	}
+	if name == Stdin && st.Mode()&os.ModeCharDevice != 0 {
+		return nil, errors.New("standard input is a terminal: pipe a recording in (vramtop replay - < FILE)")
+	}
 	tmp, err := os.CreateTemp("", "vramtop-replay-*")
 	if err != nil {
 		return nil, err
