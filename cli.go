@@ -192,6 +192,7 @@ func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
 		"card runs out and what to do about it. On a terminal it is the live view (q quits, ? lists the\n" +
 		"keys); piped, or with --once, it prints one table (--json: one JSON document).\n\n" +
 		"Settings: " + configHelp()
+	root.Example = "  vramtop\n  vramtop --demo\n  vramtop --once --json | jq '.devices[] | {index, memory_free_bytes}'"
 	root.Args = cobra.NoArgs
 	root.Version = version
 	root.SetVersionTemplate("vramtop {{.Version}}\n")

@@ -262,6 +262,10 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Errorf("--interval 20ms over the environment's 2s: exit %d, stderr %q; want it refused", code, e.String())
 	}
 
+	e.Reset()
+	if code := dispatch(context.Background(), []string{"config", "--crit", "120"}, &o, &e); code != 2 || !strings.Contains(e.String(), "--crit: want a percentage") {
+		t.Errorf("config --crit 120: exit %d, stderr %q; want it refused", code, e.String())
+	}
 	o.Reset()
 	if code := dispatch(context.Background(), []string{"config", "--crit", "99"}, &o, &e); code != 0 {
 		t.Fatalf("config: exit %d, %s", code, e.String())

@@ -53,6 +53,10 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		if f := fs.Lookup(k.Name); f.Changed {
 			v, from = f.Value.String(), "--"+k.Name
+			if err := config.Check(k.Name, v); err != nil {
+				fmt.Fprintf(stderr, "vramtop config: --%s: %v\n", k.Name, err)
+				return exitUsage
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, v, from)
 	}

@@ -56,6 +56,16 @@ func KeyNamed(name string) (Key, bool) {
 	return Key{}, false
 }
 
+// Check reports whether v is a valid value of key, as the file and the
+// environment are checked.
+func Check(key, v string) error {
+	k, ok := KeyNamed(key)
+	if !ok {
+		return fmt.Errorf("unknown key %q (known: %s)", key, keyNames())
+	}
+	return k.check(v)
+}
+
 // Where a value came from: the file or the environment (a default or a
 // flag is the caller's to tell).
 const (

@@ -149,3 +149,20 @@ func TestDocumentedFileIsValid(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		key, v string
+		ok     bool
+	}{
+		{"warn", "85", true}, {"warn", "0", false}, {"crit", "101", false},
+		{"interval", "250ms", true}, {"interval", "-1s", false},
+		{"color", "never", true}, {"color", "blue", false},
+		{"listen", ":9400", true}, {"listen", "9400", false},
+		{"colour", "never", false},
+	} {
+		if err := Check(c.key, c.v); (err == nil) != c.ok {
+			t.Errorf("Check(%q, %q) = %v, want ok %v", c.key, c.v, err, c.ok)
+		}
+	}
+}
