@@ -161,7 +161,7 @@ func (w *Writer) openFile() error {
 		}
 	}
 	w.bw = bufio.NewWriterSize(out, 64<<10)
-	w.hasH = false
+	w.hasH, w.member = false, 0
 	w.flush = w.opts.Now()
 	return nil
 }
