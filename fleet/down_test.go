@@ -285,3 +285,39 @@ func TestFleetDeviceAppearsWithItsLabels(t *testing.T) {
 		t.Errorf("hostA:0 name %q after the labels were read again", a.Name)
 	}
 }
+
+// TestFleetOneGPUGone: a GPU whose series vanish while its host still
+// reports keeps its last values, and the host is not marked down.
+func TestFleetOneGPUGone(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	src, s, clk := newFleet(t, srv.URL, 0)
+	seenAt := clk.t
+	s.Once()
+	fp.mu.Lock()
+	for q, ss := range fp.series {
+		var keep []fakeSeries
+		for _, x := range ss {
+			if x.labels["hostname"] != "hostA" || x.labels["gpu"] != "0" {
+				keep = append(keep, x)
+			}
+		}
+		fp.series[q] = keep
+	}
+	fp.mu.Unlock()
+	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
+	snap, _ := s.Tick(clk.t)
+	d, ok := snap.Device("hostA:0")
+	if want := "no series since " + clockTime(seenAt, clk.t) + " (last values shown)"; !ok || d.Err != want || IsHostDown(d) {
+		t.Errorf("hostA:0 listed %v, error %q; want %q, not host down", ok, d.Err, want)
+	}
+	if d.MemoryUsed != 20*gib {
+		t.Errorf("hostA:0 used %d, want its last 20 GiB", d.MemoryUsed)
+	}
+	if a1, _ := snap.Device("hostA:1"); a1.Err != "" {
+		t.Errorf("hostA:1: error %q", a1.Err)
+	}
+}

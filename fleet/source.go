@@ -488,17 +488,27 @@ func (s *Source) refresh() (*fleetState, error) {
 			return nil, s.timeoutError(err)
 		}
 	}
+	liveHosts := make(map[string]bool, len(list))
+	for _, b := range list {
+		liveHosts[b.info.Hostname] = true
+	}
 	var gone []devData
 	for id, sd := range s.seen {
 		if listed[id] {
 			continue
 		}
 		d := sd.dev
-		what := "exporter not answering"
-		if !downTargets[sd.instance] {
-			what = "no series"
+		since := clockTime(sd.at, now)
+		switch {
+		case liveHosts[d.info.Hostname] && !downTargets[sd.instance]:
+			// The host reports, this GPU no longer does (lost, or
+			// its series went stale): the host is not down.
+			d.mem.Err = fmt.Errorf("no series since %s (last values shown)", since)
+		case downTargets[sd.instance]:
+			d.mem.Err = fmt.Errorf("%sexporter not answering since %s (last values shown)", HostDownPrefix, since)
+		default:
+			d.mem.Err = fmt.Errorf("%sno series since %s (last values shown)", HostDownPrefix, since)
 		}
-		d.mem.Err = fmt.Errorf("%s%s since %s (last values shown)", HostDownPrefix, what, clockTime(sd.at, now))
 		gone = append(gone, d)
 	}
 	st.devs = append(st.devs, gone...)
