@@ -32,10 +32,9 @@ type detailView struct {
 	advice []advisor.Advice
 	sev    sevIndex // the advisor's severity of each device
 
-	// Laid out by layout: the lines over the plot, the plot's height and
-	// the advice panel (scrolled by adv; advH lines with its frame, 0 when
-	// there is no advice).
-	head     string
+	// Laid out by layout: the plot's height and the advice panel
+	// (scrolled by adv; advH lines with its frame, 0 when there is no
+	// advice).
 	plotH    int
 	adv      viewport.Model
 	advH     int
@@ -183,7 +182,7 @@ func (d *detailView) layout() {
 		d.adv = viewport.New()
 		d.advFor = d.target
 	}
-	d.head, d.plotH, d.advH, d.advLines = "", 0, 0, 0
+	d.plotH, d.advH, d.advLines = 0, 0, 0
 	dev, ok := d.device()
 	if d.width <= 0 || d.height <= 0 || !ok {
 		return
@@ -204,9 +203,7 @@ func (d *detailView) layout() {
 			d.advH = 0
 		}
 	}
-	// The legend says whether the advice scrolls: lay the head out again.
-	head, _, _ = d.headLines(dev)
-	d.head = strings.Join(head, "\n")
+	// The head is as many lines whether the advice scrolls or not.
 	d.plotH = d.height - len(head) - d.advH
 	if d.advH > 0 {
 		rows := d.advH - frameH
