@@ -14,19 +14,24 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// dropHost removes a host's series from every answer of fp.
-func dropHost(fp *fakeProm, host string) {
+// drop removes the series of which gone says so from every answer of fp.
+func drop(fp *fakeProm, gone func(labels map[string]string) bool) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	for q, ss := range fp.series {
 		var keep []fakeSeries
 		for _, x := range ss {
-			if x.labels["hostname"] != host {
+			if !gone(x.labels) {
 				keep = append(keep, x)
 			}
 		}
 		fp.series[q] = keep
 	}
+}
+
+// dropHost removes a host's series from every answer of fp.
+func dropHost(fp *fakeProm, host string) {
+	drop(fp, func(l map[string]string) bool { return l["hostname"] == host })
 }
 
 // TestFleetHostDownKeepsLastValues: hostA's exporter dies; Prometheus
@@ -45,9 +50,7 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 
 	dropHost(fp, "hostA")
 	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ := s.Tick(clk.t)
+	snap, _ := next(src, s, clk)
 	if snap.Err != "" {
 		t.Fatalf("snapshot error %q", snap.Err)
 	}
@@ -74,9 +77,7 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 	// The exporter comes back: the host is live again.
 	fp.fleet(30 * gib)
 	fp.set(QueryTargetsDown)
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ = s.Tick(clk.t)
+	snap, _ = next(src, s, clk)
 	if d, _ := snap.Device("hostA:0"); d.Err != "" || d.MemoryUsed != 30*gib {
 		t.Errorf("hostA:0 back: error %q, used %d; want none and 30 GiB", d.Err, d.MemoryUsed)
 	}
@@ -240,9 +241,7 @@ func TestFleetHistoryRetried(t *testing.T) {
 	fp.fail(q, false)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		clk.t = clk.t.Add(5 * time.Second)
-		src.Refresh(context.Background())
-		snap, _ = s.Tick(clk.t)
+		snap, _ = next(src, s, clk)
 		if len(snap.Warnings) == 0 {
 			break
 		}
@@ -274,9 +273,7 @@ func TestFleetDeviceAppearsWithItsLabels(t *testing.T) {
 		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", "hostname", "hostC", "gpu", "0"), 141 * gib},
 		fakeSeries{lbl("vramtop_gpu_memory_used_bytes", "hostname", "hostC", "gpu", "0"), 7 * gib})
 	fp.mu.Unlock()
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ := s.Tick(clk.t)
+	snap, _ := next(src, s, clk)
 	d, ok := snap.Device("hostC:0")
 	if !ok || d.Name != "NVIDIA H200" || d.UUID != "GPU-c0" || d.PCIBusID != "00000000:C1:00.0" || d.MemoryUsed != 7*gib {
 		t.Errorf("hostC:0 %+v (listed %v), want its labels and 7 GiB used", d, ok)
@@ -296,20 +293,8 @@ func TestFleetOneGPUGone(t *testing.T) {
 	src, s, clk := newFleet(t, srv.URL, 0)
 	seenAt := clk.t
 	s.Once()
-	fp.mu.Lock()
-	for q, ss := range fp.series {
-		var keep []fakeSeries
-		for _, x := range ss {
-			if x.labels["hostname"] != "hostA" || x.labels["gpu"] != "0" {
-				keep = append(keep, x)
-			}
-		}
-		fp.series[q] = keep
-	}
-	fp.mu.Unlock()
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ := s.Tick(clk.t)
+	drop(fp, func(l map[string]string) bool { return l["hostname"] == "hostA" && l["gpu"] == "0" })
+	snap, _ := next(src, s, clk)
 	d, ok := snap.Device("hostA:0")
 	if want := "no series since " + clockTime(seenAt, clk.t) + " (last values shown)"; !ok || d.Err != want || IsHostDown(d) {
 		t.Errorf("hostA:0 listed %v, error %q; want %q, not host down", ok, d.Err, want)

@@ -189,6 +189,13 @@ func newFleet(t *testing.T, url string, history time.Duration) (*Source, *sample
 	return src, s, clk
 }
 
+// next is the next round: the clock 5 s on, a round of queries, a tick.
+func next(src *Source, s *sampler.Sampler, clk *clock) (sampler.Snapshot, bool) {
+	clk.t = clk.t.Add(5 * time.Second)
+	src.Refresh(context.Background())
+	return s.Tick(clk.t)
+}
+
 func deviceIDs(snap sampler.Snapshot) []string {
 	var ids []string
 	for _, d := range snap.Devices {
@@ -283,9 +290,7 @@ func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
 	// One of the three queries fails: the error shows, nothing changes.
 	fp.fleet(30 * gib)
 	fp.fail(QueryDCGM, true)
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, ok := s.Tick(clk.t)
+	snap, ok := next(src, s, clk)
 	if !ok {
 		t.Fatal("no snapshot published")
 	}
@@ -304,9 +309,7 @@ func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
 
 	// Prometheus answers again: the next tick recovers.
 	fp.fail(QueryDCGM, false)
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ = s.Tick(clk.t)
+	snap, _ = next(src, s, clk)
 	if snap.Err != "" {
 		t.Errorf("error %q after recovery", snap.Err)
 	}
@@ -326,9 +329,7 @@ func TestFleetPrometheusUnreachable(t *testing.T) {
 	}
 	srv.Close()
 	for i := range 3 {
-		clk.t = clk.t.Add(5 * time.Second)
-		src.Refresh(context.Background())
-		snap, _ := s.Tick(clk.t)
+		snap, _ := next(src, s, clk)
 		if snap.Err == "" || !strings.Contains(snap.Err, "prometheus at") {
 			t.Fatalf("tick %d: error %q, want Prometheus unreachable", i, snap.Err)
 		}
@@ -413,9 +414,7 @@ func TestFleetHostAppears(t *testing.T) {
 		t.Fatalf("%d devices before hostB appears, want 3", len(snap.Devices))
 	}
 	fp.set(QueryDCGM, dcgm...)
-	clk.t = clk.t.Add(5 * time.Second)
-	src.Refresh(context.Background())
-	snap, _ := s.Tick(clk.t)
+	snap, _ := next(src, s, clk)
 	if _, ok := snap.Device("hostB:0"); !ok || len(snap.Devices) != 4 {
 		t.Errorf("devices after hostB appears: %q", deviceIDs(snap))
 	}
