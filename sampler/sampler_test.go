@@ -127,6 +127,14 @@ func (f *fakeSource) calls() (mem, proc, util []time.Time) {
 	return append([]time.Time(nil), f.memCalls...), append([]time.Time(nil), f.procCalls...), append([]time.Time(nil), f.utilCalls...)
 }
 
+// runInBackground starts s.Run; cancel stops it, done gives what it returned.
+func runInBackground(s *Sampler) (cancel context.CancelFunc, done <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- s.Run(ctx) }()
+	return cancel, ch
+}
+
 func fakeProc(dev int, pid uint32, used uint64, started time.Time) ProcSample {
 	return ProcSample{Device: dev, PID: pid, UsedBytes: used, HasUsed: true, Type: "compute",
 		User: "u", Command: "cmd", Visible: true, StartTime: started}
@@ -512,9 +520,7 @@ func TestRunStopsOnCancelAndClosesOnce(t *testing.T) {
 	f := newFake(1)
 	f.memRead = make(chan struct{}, 1)
 	s := newSampler(t, f, Config{Interval: 50 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	cancel, done := runInBackground(s)
 	<-f.memRead
 	cancel()
 	select {
@@ -675,9 +681,7 @@ func TestHungSourceMarksSnapshotsStale(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
 	s := newSampler(t, f, Config{Interval: MinInterval, StallTimeout: 5 * time.Second, Now: now})
 	sub := s.Subscribe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	cancel, done := runInBackground(s)
 	defer func() { cancel(); <-done }()
 	next := func(what string, ok func(Snapshot) bool) Snapshot {
 		t.Helper()
@@ -739,9 +743,7 @@ func TestRunStopsWhileACallHangs(t *testing.T) {
 	hang := make(chan struct{})
 	f.hang = hang
 	s := newSampler(t, f, Config{Interval: time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	cancel, done := runInBackground(s)
 	<-f.memRead
 	cancel()
 	select {
