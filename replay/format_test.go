@@ -212,3 +212,30 @@ func TestOpenBackground(t *testing.T) {
 		t.Error("a missing file opened")
 	}
 }
+
+// TestSteppingBack: stepping back from snapshot to snapshot (taking back
+// the lines applied, or rebuilding where the history needed was trimmed)
+// gives each snapshot exactly as the sampler published it.
+func TestSteppingBack(t *testing.T) {
+	for _, history := range []time.Duration{time.Minute, 5 * time.Second} {
+		t.Run(history.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rec.jsonl.gz")
+			want := demoRun(t, path, time.Second, history, 2*time.Minute, recorder.Options{})
+			rec, warns := load(t, path)
+			if len(warns) > 0 {
+				t.Fatal(warns)
+			}
+			for i := len(want) - 1; i >= len(want)-40; i-- {
+				if g, w := canon(t, rec.Snapshot(i)), canon(t, want[i]); g != w {
+					t.Fatalf("snapshot %d, stepping back: differs:\n%s", i, firstDiff(g, w))
+				}
+			}
+			// Back and forth.
+			for _, i := range []int{50, 49, 52, 51, 20, 21, 19} {
+				if g, w := canon(t, rec.Snapshot(i)), canon(t, want[i]); g != w {
+					t.Fatalf("snapshot %d differs:\n%s", i, firstDiff(g, w))
+				}
+			}
+		})
+	}
+}

@@ -63,22 +63,51 @@ type series struct {
 	t    []int64
 	v    []uint64
 	seen int // the last line (cursor step) that listed it
+	// capacity is its window's; trimmed is set once its oldest samples
+	// were dropped (a step back may then lack some).
+	capacity int
+	trimmed  bool
 }
 
-func (s *series) push(t int64, v uint64, capacity int) {
+// push appends a sample and reports whether it did.
+func (s *series) push(t int64, v uint64, capacity int) bool {
 	// A part that starts over (after rotation, or a session appended)
 	// repeats the history it began with.
 	if n := len(s.t); n > 0 && t <= s.t[n-1] {
-		return
+		return false
 	}
+	s.capacity = capacity
 	if len(s.t) >= 2*capacity && capacity > 0 {
 		k := len(s.t) - capacity + 1
 		s.t = append(s.t[:0], s.t[k:]...)
 		s.v = append(s.v[:0], s.v[k:]...)
+		s.trimmed = true
 	}
 	s.t = append(s.t, t)
 	s.v = append(s.v, v)
+	return true
 }
+
+// undo is what applying one line did to a cursor, to step back over it.
+type undo struct {
+	prevIdx int // the cursor's record line before
+	pushed  []pushed
+	created []seriesKey
+	deleted []deletedSeries
+}
+
+type pushed struct {
+	s *series
+	n int
+}
+
+type deletedSeries struct {
+	k seriesKey
+	s *series
+}
+
+// maxUndo is how many lines a cursor can step back without a rebuild.
+const maxUndo = 256
 
 // window returns the last capacity samples.
 func (s *series) window(capacity int) sampler.Window {
@@ -110,6 +139,71 @@ type cursor struct {
 	recIdx int // the line rec is from; -1: none yet
 	kfIdx  int32
 	kf     *recorder.Record
+	// undos are the last lines applied, newest last; start is the first
+	// line applied.
+	undos []undo
+	start int
+}
+
+// back steps the cursor back to line i, or reports that it cannot (too far,
+// or the history it needs was trimmed).
+func (r *Recording) back(c *cursor, i int) bool {
+	if c.i-i > len(c.undos) {
+		return false
+	}
+	// What each series loses, over all the lines stepped back.
+	drop := map[*series]int{}
+	for k := len(c.undos) - 1; k >= len(c.undos)-(c.i-i); k-- {
+		for _, p := range c.undos[k].pushed {
+			drop[p.s] += p.n
+		}
+	}
+	for s, n := range drop {
+		if left := len(s.t) - n; left < 0 || s.trimmed && left < s.capacity {
+			return false
+		}
+	}
+	for c.i > i {
+		u := c.undos[len(c.undos)-1]
+		c.undos = c.undos[:len(c.undos)-1]
+		for _, p := range u.pushed {
+			p.s.t, p.s.v = p.s.t[:len(p.s.t)-p.n], p.s.v[:len(p.s.v)-p.n]
+		}
+		for _, k := range u.created {
+			delete(c.series, k)
+		}
+		for _, d := range u.deleted {
+			c.series[d.k] = d.s
+		}
+		if u.prevIdx != c.recIdx {
+			c.recIdx = u.prevIdx
+			if c.recIdx >= 0 {
+				rec, err := r.decodeAt(c, c.recIdx)
+				if err != nil {
+					return false
+				}
+				c.rec = rec
+			}
+		}
+		c.i--
+	}
+	return true
+}
+
+// decodeAt reads and decodes line j on its own.
+func (r *Recording) decodeAt(c *cursor, j int) (recorder.Record, error) {
+	e := r.cx.lines[j]
+	b, err := r.seqR.read(r.files[e.file], e.mem, e.off, e.n)
+	if err != nil {
+		return recorder.Record{}, err
+	}
+	var kf *recorder.Record
+	if e.kf >= 0 {
+		if kf, err = r.keyframe(c, e.kf); err != nil {
+			return recorder.Record{}, err
+		}
+	}
+	return decodeLine(bytes.Clone(b), kf)
 }
 
 // Demo reports whether the recording is of the built-in demo.
@@ -187,8 +281,13 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 	r.seqR.ixMu, r.keyR.ixMu = &r.ixMu, &r.ixMu
 	start := r.from(i)
 	c := r.cur
-	if c == nil || c.i > i || i-c.i > i-start {
-		c = &cursor{i: start - 1, series: map[seriesKey]*series{}, recIdx: -1, kfIdx: -1}
+	if c != nil && c.i > i && (c.start > start || !r.back(c, i)) {
+		c = nil
+	}
+	if c == nil || i-c.i > i-start {
+		// A new cursor starts early enough to step back maxUndo lines.
+		early := r.from(max(0, i-maxUndo))
+		c = &cursor{i: early - 1, start: early, series: map[seriesKey]*series{}, recIdx: -1, kfIdx: -1}
 		r.cur = c
 	}
 	for c.i < i {
@@ -289,6 +388,11 @@ func decodeLine(b []byte, kf *recorder.Record) (recorder.Record, error) {
 // apply takes line j, decoded as rec (or damaged: err), into the cursor.
 func (r *Recording) apply(c *cursor, j int, rec recorder.Record, err error) {
 	e := r.cx.lines[j]
+	if len(c.undos) == maxUndo {
+		c.undos = append(c.undos[:0], c.undos[1:]...)
+	}
+	c.undos = append(c.undos, undo{prevIdx: c.recIdx})
+	u := &c.undos[len(c.undos)-1]
 	if err != nil {
 		if !r.warned[int32(j)] && len(r.warned) < 1<<16 {
 			r.warned[int32(j)] = true
@@ -303,19 +407,24 @@ func (r *Recording) apply(c *cursor, j int, rec recorder.Record, err error) {
 		if s == nil {
 			s = &series{}
 			c.series[k] = s
+			u.created = append(u.created, k)
 		}
 		s.seen = c.step
 		return s
 	}
 	push := func(s *series, h *recorder.Samples, t int64, v uint64, implied bool, capacity int) {
+		n := 0
 		if h != nil {
 			for _, x := range *h {
-				s.push(x.T, x.V, capacity)
+				if s.push(x.T, x.V, capacity) {
+					n++
+				}
 			}
-			return
+		} else if implied && s.push(t, v, capacity) {
+			n++
 		}
-		if implied {
-			s.push(t, v, capacity)
+		if n > 0 {
+			u.pushed = append(u.pushed, pushed{s, n})
 		}
 	}
 	tn := e.t
@@ -338,6 +447,7 @@ func (r *Recording) apply(c *cursor, j int, rec recorder.Record, err error) {
 	for k, s := range c.series {
 		if s.seen != c.step {
 			delete(c.series, k)
+			u.deleted = append(u.deleted, deletedSeries{k, s})
 		}
 	}
 	c.rec, c.recIdx = rec, j
