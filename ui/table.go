@@ -474,6 +474,7 @@ func (t columnTable) minWidth(rows []procRow) int {
 // header is the title line; the column of sortBy has its ▼.
 func (l tableLayout) header(sortBy sortMode) string {
 	var b strings.Builder
+	b.Grow(l.width() + 16)
 	b.WriteString(strings.Repeat(" ", markerWidth))
 	for i, c := range l.cols {
 		t := c.title
@@ -485,9 +486,15 @@ func (l tableLayout) header(sortBy sortMode) string {
 	return b.String()
 }
 
+// width is the table's width: marker, columns and the spaces between.
+func (l tableLayout) width() int {
+	return l.fixedWidth() + l.widths[len(l.widths)-1]
+}
+
 // line is a row.
 func (l tableLayout) line(r procRow) string {
 	var b strings.Builder
+	b.Grow(l.width() + 16) // one allocation: cells are mostly ASCII
 	if r.mine {
 		b.WriteString("● ")
 	} else {
