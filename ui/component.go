@@ -61,3 +61,14 @@ func (o *outbox) take() []tea.Msg {
 func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
 	return key.Matches(k, bs...)
 }
+
+// The components of this package that keep the contract.
+var (
+	_ component = (*procPane)(nil)
+	_ component = (*helpScreen)(nil)
+	_ component = (*alertsScreen)(nil)
+	_ component = (*killPrompt)(nil)
+	_ component = (*headerBar)(nil)
+	_ component = (*bannerBar)(nil)
+	_ component = (*footerBar)(nil)
+)
