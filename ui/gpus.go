@@ -342,7 +342,16 @@ func (g gpuPane) compactHeader() string {
 	idW, nameW, barW := g.compactWidths()
 	return "  " + fit("GPU", idW) + " " + fit("NAME", nameW) + " " + fit("MEMORY", barW) + " " +
 		fitRight("USED/TOTAL", 13) + " " + fitRight("USE%", 4) + " " + fit("", 4) + " " +
-		fitRight("UTIL", 4) + " " + fitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(fmtSpan(g.span))
+		fitRight("UTIL", 4) + " " + fitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(fmtSpan(g.shownSpan()))
+}
+
+// shownSpan is the span the selected GPU's history fills of the one asked
+// for (z): the compact header and the status line after z both say it.
+func (g gpuPane) shownSpan() time.Duration {
+	if d, ok := g.Selected(); ok {
+		return spanFor(d.History, g.snap.Time, g.snap.Interval, g.span, 1)
+	}
+	return g.span
 }
 
 func (g gpuPane) compactLine(d sampler.Device, sel bool) string {

@@ -554,8 +554,8 @@ func (m *Model) spanStatus() string {
 		if dev, ok := m.detail.device(); ok {
 			shown = m.detail.shownSpan(dev)
 		}
-	} else if d, ok := m.gpus.Selected(); ok {
-		shown = spanFor(d.History, m.view.Time, m.view.Interval, asked, 1)
+	} else {
+		shown = m.gpus.shownSpan()
 	}
 	if shown < asked {
 		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", fmtSpan(shown), fmtSpan(asked))

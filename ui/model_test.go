@@ -1451,3 +1451,14 @@ func TestJobCPUAndRSSColumns(t *testing.T) {
 		t.Error("without jobs, u goes from users back to no grouping")
 	}
 }
+
+// On the main screen the status after z and the compact list's header say
+// the same span.
+func TestSpanKeyMainScreen(t *testing.T) {
+	m, _ := ready(t, 8, 120, 40) // compact: eight GPUs, ten minutes of history
+	keys(m, "z")
+	s := screenText(m)
+	if !strings.Contains(s, "graphs show the last 10m (15m asked") || !strings.Contains(s, "USED, LAST 10M") {
+		t.Errorf("the status and the header should both say 10m:\n%s", s)
+	}
+}
