@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"reflect"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ const (
 
 // pacer holds Bubble Tea's renderer ticker.
 type pacer struct {
+	// idleEvery is the idle rate; idleTick when 0.
+	idleEvery time.Duration
+
 	mu       sync.Mutex
 	prog     *tea.Program
 	ticker   *time.Ticker
@@ -40,6 +44,7 @@ type pacer struct {
 	next     time.Time // when the brought-forward tick fires
 	settle   *time.Timer
 	disabled bool
+	idled    int // times the ticker went back to idle, for tests
 }
 
 // rendererTicker returns the ticker the running program p draws on, or nil
@@ -98,7 +103,8 @@ func (pc *pacer) idle() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.ticker != nil && !pc.disabled {
-		pc.ticker.Reset(idleTick)
+		pc.ticker.Reset(cmp.Or(pc.idleEvery, idleTick))
+		pc.idled++
 	}
 }
 

@@ -56,7 +56,9 @@ func (m *pacedProbe) View() tea.View {
 // written long before the idle tick would have drawn it.
 func TestPacerDrawsOnDemand(t *testing.T) {
 	out := &syncBuf{w: make(chan struct{}, 1)}
-	pc := &pacer{}
+	// A long idle rate, so that a frame that waited for it cannot pass for
+	// one drawn on demand, however loaded the machine.
+	pc := &pacer{idleEvery: time.Minute}
 	m := &pacedProbe{text: "first", pc: pc}
 	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(out), tea.WithWindowSize(40, 5), tea.WithFPS(maxFPS))
 	pc.prog = p
@@ -76,13 +78,24 @@ func TestPacerDrawsOnDemand(t *testing.T) {
 	if !found || disabled {
 		t.Fatal("the pacer did not find Bubble Tea's renderer ticker: frames are drawn at the fixed rate again (see pace.go)")
 	}
-	// Let the pacer go idle, then change the frame.
-	time.Sleep(3 * minFrame)
+	// Let the pacer go idle (its ticker at once a minute), then change the
+	// frame: it must not wait for that tick.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		pc.mu.Lock()
+		idled := pc.idled
+		pc.mu.Unlock()
+		if idled > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pacer never set the renderer's ticker back to idle")
+		}
+	}
 	sent := time.Now()
 	p.Send("second")
 	for !bytes.Contains([]byte(out.String()), []byte("second")) {
-		if time.Since(sent) > idleTick/10 {
-			t.Fatalf("a changed frame waited for the idle tick (%v)", idleTick)
+		if time.Since(sent) > 10*time.Second {
+			t.Fatalf("a changed frame waited for the idle tick (%v)", pc.idleEvery)
 		}
 		time.Sleep(time.Millisecond)
 	}
