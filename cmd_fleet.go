@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *asJSON {
 		*once = true
 	}
-	if !*once && !isTerminal(stdout) {
+	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
 		*once = true
 	}
 	cfg := fleet.Config{URL: *promURL, Interval: *interval, Timeout: *timeout}

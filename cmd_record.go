@@ -23,9 +23,14 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	maxSize := fs.String("max-size", "", "rotate when the file reaches this `size` (100MB = 100·10^6 bytes, 100MiB = 100·2^20): FILE becomes FILE.1, …")
 	keep := fs.Int("keep", recorder.DefaultKeep, "how many rotated parts to keep")
 	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors")
-	onAlert := fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts (the default --warn and --crit lines)")
+	onAlert := fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts (at the --warn and --crit lines)")
+	var th thresholdFlags
+	th.add(fs, "with --on-alert")
 	if code, ok := parseNoArgs(fs, args, stderr, " (the file is given with -o)"); !ok {
 		return code
+	}
+	if !th.valid(fs, stderr) {
+		return exitUsage
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "vramtop record: name the recording with -o FILE")
@@ -83,7 +88,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "vramtop record: recording to %s every %v; Ctrl-C stops\n", where, sf.interval)
 	}
 	n := 0
-	mon := advisor.NewMonitor(advisor.Config{Thresholds: advisor.DefaultThresholds(), User: currentUser()})
+	mon := advisor.NewMonitor(advisor.Config{Thresholds: th.Thresholds, User: currentUser()})
 	hookCtx, stopHook := context.WithCancel(ctx)
 	hook, hookDone := startAlertHook(hookCtx, *onAlert, "", "vramtop record", stderr)
 	err = recorder.Loop(ctx, s, until, nil, func(snap sampler.Snapshot) error {

@@ -70,7 +70,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var mu sync.Mutex
 	// The live view from the start of one file shows its first frame
 	// while the rest is indexed.
-	background := !*once && *at == "" && len(files) == 1 && isTerminal(stdout)
+	background := !*once && *at == "" && len(files) == 1 && fullScreenOK(stdout, os.Getenv("TERM"))
 	go func() {
 		w := func(w replay.Warning) { mu.Lock(); warn(w); mu.Unlock() }
 		var o opened
@@ -108,7 +108,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitUsage
 		}
 	}
-	if !*once && !isTerminal(stdout) {
+	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
 		*once = true
 	}
 	if *once {

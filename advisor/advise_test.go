@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,24 @@ func TestAdviseTimeToFullPointsAtTheGrowth(t *testing.T) {
 	g := remedyNamed(a.Remedies, "use a freer GPU")
 	if g == nil || g.How != "CUDA_VISIBLE_DEVICES=2 python serve.py" || g.SavingBytes != 60*oneGiB {
 		t.Errorf("freer GPU remedy %+v", g)
+	}
+}
+
+// An alert's JSON gives its ETA in seconds, as every duration in vramtop's
+// JSON is.
+func TestAlertJSONDurationsInSeconds(t *testing.T) {
+	b, err := json.Marshal(Alert{Rule: "time_to_full", DeviceID: "0", Message: "full soon", ETA: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["eta_seconds"] != 90.0 || got["rule"] != "time_to_full" || got["device_id"] != "0" {
+		t.Errorf("alert JSON %s: want eta_seconds 90 beside the other fields", b)
+	}
+	if _, ok := got["eta"]; ok {
+		t.Errorf("alert JSON %s still has eta in nanoseconds", b)
 	}
 }

@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -108,7 +109,8 @@ type Alert struct {
 	RatePerMin float64 `json:"rate_bytes_per_min,omitempty"`
 	// ETA is the projected time until the GPU is full (time_to_full;
 	// leak_suspect when the leak alone fills it within the horizon).
-	ETA time.Duration `json:"eta,omitempty"`
+	// Its JSON form is eta_seconds (MarshalJSON).
+	ETA time.Duration `json:"-"`
 	// Suggest is the CUDA_VISIBLE_DEVICES value of a freer GPU (freer_gpu).
 	Suggest string `json:"suggest,omitempty"`
 	// Since is when the alert started firing (kept by Monitor; the
@@ -119,6 +121,17 @@ type Alert struct {
 	// held by a recent peak), "clears below 78%" (hysteresis), "full in
 	// 12 min" (time_to_full). Empty when the reading says it all.
 	Reason string `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes the alert with its ETA as eta_seconds, a number of
+// seconds, as every duration in vramtop's JSON is.
+func (a Alert) MarshalJSON() ([]byte, error) {
+	type plain Alert
+	out := struct {
+		plain
+		ETASeconds float64 `json:"eta_seconds,omitempty"`
+	}{plain: plain(a), ETASeconds: a.ETA.Seconds()}
+	return json.Marshal(out)
 }
 
 // DeviceState is a device's severity and why, where its reading alone does

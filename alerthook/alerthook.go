@@ -50,6 +50,25 @@ type Event struct {
 	advisor.Alert
 }
 
+// MarshalJSON writes the alert's fields (as advisor.Alert writes them) with
+// the host's name among them.
+func (e Event) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(e.Alert)
+	if err != nil || e.Hostname == "" {
+		return b, err
+	}
+	host, err := json.Marshal(e.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	// b is a JSON object: "{...}".
+	out := append([]byte(`{"hostname":`), host...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
+}
+
 type key struct {
 	rule, dev string
 	pid       uint32
