@@ -79,7 +79,7 @@ func TestHelpCommand(t *testing.T) {
 		{"pick", []string{"--min-free", "--count", "--demo"}, []string{"--interval", "--history"}},
 		{"wait", []string{"--min-free", "--settle", "--timeout", "--max-util", "--interval"}, []string{"--history"}},
 		{"serve", []string{"--listen", "--warn"}, []string{"--once"}},
-		{"record", []string{"-o, --output", "-q, --quiet", "--interval"}, []string{"--warn"}},
+		{"record", []string{"-o, --output", "-q, --quiet", "--interval", "--on-alert", "--warn"}, []string{"--once", "--listen"}},
 	} {
 		help, errOut, code := runCLI(t, "help", c.cmd)
 		if code != 0 || errOut != "" {
