@@ -822,15 +822,7 @@ func TestNVMLIdleGPUSkipsProcessUtilization(t *testing.T) {
 // While every list is reused, /proc is read again only every hostStatsEvery
 // (for the processes' CPU and host memory); a fresh list reads it at once.
 func TestNVMLReusedListsReadProcLess(t *testing.T) {
-	h := newMockHost(nil)
-	h.gpus[0].compute = nvmlProcs(4242, 10*nvmlGiB)
-	root := t.TempDir()
-	writeFakeProc(t, root, []uint32{4242})
-	s, err := newSource(h.srv, sampler.NewProcReader(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	h, s, root := openWithFakeProc(t, 4242)
 	out := make([]sampler.MemSample, len(s.Info().Devices))
 	errs := make([]error, len(out))
 	visible := func(d time.Duration) bool {
@@ -876,15 +868,7 @@ func TestNVMLReusedListsReadProcLess(t *testing.T) {
 // What /proc tells of a process reaches the snapshot's sample: its
 // container's job and its host memory.
 func TestNVMLProcessesCarryProcDetails(t *testing.T) {
-	h := newMockHost(nil)
-	h.gpus[0].compute = nvmlProcs(4242, 10*nvmlGiB)
-	root := t.TempDir()
-	writeFakeProc(t, root, []uint32{4242})
-	s, err := newSource(h.srv, sampler.NewProcReader(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s, _ := openWithFakeProc(t, 4242)
 	out := make([]sampler.MemSample, len(s.Info().Devices))
 	errs := make([]error, len(out))
 	s.ReadMemory(nvmlT0, out)
@@ -896,4 +880,20 @@ func TestNVMLProcessesCarryProcDetails(t *testing.T) {
 	if p.Job == nil || p.Job.ContainerID == "" || !p.HasHostMemory || p.HostMemoryBytes == 0 {
 		t.Errorf("process 4242: job %+v, host memory %d (%v); want its docker container and its RSS", p.Job, p.HostMemoryBytes, p.HasHostMemory)
 	}
+}
+
+// openWithFakeProc opens the source on the mocked host with GPU 0 running
+// pid (10 GiB), over a /proc tree of its own that the test may change.
+func openWithFakeProc(t *testing.T, pid uint32) (*mockHost, *nvmlSource, string) {
+	t.Helper()
+	h := newMockHost(nil)
+	h.gpus[0].compute = nvmlProcs(uint64(pid), 10*nvmlGiB)
+	root := t.TempDir()
+	writeFakeProc(t, root, []uint32{pid})
+	s, err := newSource(h.srv, sampler.NewProcReader(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return h, s, root
 }
