@@ -153,6 +153,8 @@ type devState struct {
 	// once published.
 	exited       []Process
 	exitedSorted []Process
+	// goneSeq orders the devices that left the list.
+	goneSeq uint64
 }
 
 // procID identifies a process on one device: a PID reused by a new process
@@ -197,7 +199,8 @@ type Sampler struct {
 	info      SourceInfo
 	devs      []*devState
 	devByID   map[string]*devState
-	procs     map[ProcessKey]*procState
+	gone      map[string]*devState // devices that left the list; see keepGone
+	goneSeq   uint64
 	memBuf    []MemSample
 	procBuf   []ProcSample
 	errBuf    []error
@@ -539,6 +542,12 @@ func (s *Sampler) loadInfo() {
 	for i, di := range info.Devices {
 		d := s.devByID[di.ID]
 		if d == nil {
+			// A device back in the list (a fleet host that answers again)
+			// carries on with its history.
+			d = s.gone[di.ID]
+			delete(s.gone, di.ID)
+		}
+		if d == nil {
 			d = &devState{
 				ring:  TieredRingFor(s.cfg.History, s.cfg.Interval, RecentHistory, HistoryBuckets),
 				procs: map[procID]*procState{},
@@ -555,15 +564,40 @@ func (s *Sampler) loadInfo() {
 		devs[i] = d
 		seen[di.ID] = true
 	}
-	for id := range s.devByID {
+	for id, d := range s.devByID {
 		if !seen[id] {
 			delete(s.devByID, id)
+			s.keepGone(id, d)
 		}
 	}
 	s.devs = devs
 	if len(s.memBuf) != len(devs) {
 		s.memBuf = make([]MemSample, len(devs))
 		s.errBuf = make([]error, len(devs))
+	}
+}
+
+// maxGoneDevices is how many devices that left the source's list are
+// remembered, with their history, in case they come back.
+const maxGoneDevices = 16
+
+// keepGone remembers a device that left the list, forgetting the one that
+// left first when too many have.
+func (s *Sampler) keepGone(id string, d *devState) {
+	if s.gone == nil {
+		s.gone = map[string]*devState{}
+	}
+	s.goneSeq++
+	d.goneSeq = s.goneSeq
+	s.gone[id] = d
+	if len(s.gone) > maxGoneDevices {
+		oldest := ""
+		for gid, g := range s.gone {
+			if oldest == "" || g.goneSeq < s.gone[oldest].goneSeq {
+				oldest = gid
+			}
+		}
+		delete(s.gone, oldest)
 	}
 }
 

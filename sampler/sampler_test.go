@@ -873,3 +873,36 @@ func TestPublishIntervalKeepsFastSamples(t *testing.T) {
 		t.Errorf("snapshot at 2 s: used %d, recent peak %d, history max %d; want the spike at 1.25 s kept", last.MemoryUsed, last.RecentPeakUsed, last.History.Max())
 	}
 }
+
+// TestDeviceThatLeavesTheListComesBackWithItsHistory: a device the source
+// stops listing (a fleet host that does not answer) and lists again carries
+// on with the history it had.
+func TestDeviceThatLeavesTheListComesBackWithItsHistory(t *testing.T) {
+	f := newFake(2)
+	s := newSampler(t, f, Config{Interval: time.Second})
+	for i := range 3 {
+		f.setUsed(1, uint64(10+i)*fakeGiB)
+		s.Tick(ringAt(i))
+	}
+	f.mu.Lock()
+	all, mem := f.info.Devices, f.mem
+	f.info.Devices, f.mem = all[:1], mem[:1]
+	f.mu.Unlock()
+	snap, _ := s.Tick(ringAt(3))
+	if len(snap.Devices) != 1 {
+		t.Fatalf("%d devices listed after one left, want 1", len(snap.Devices))
+	}
+	f.mu.Lock()
+	f.info.Devices, f.mem = all, mem
+	f.mu.Unlock()
+	f.setUsed(1, 20*fakeGiB)
+	snap, _ = s.Tick(ringAt(4))
+	d, ok := snap.Device("1")
+	if !ok {
+		t.Fatal("the device that came back is not listed")
+	}
+	want := []uint64{10 * fakeGiB, 11 * fakeGiB, 12 * fakeGiB, 20 * fakeGiB}
+	if got := windowValues(d.History); !slices.Equal(got, want) {
+		t.Fatalf("history of the device that came back %v, want %v", got, want)
+	}
+}
