@@ -215,6 +215,7 @@ type Sampler struct {
 	subsMu    sync.Mutex
 	subs      []chan Snapshot
 	latest    atomic.Pointer[Snapshot]
+	kind      atomic.Value // the source's Kind, for Once's stall message
 	closeOnce sync.Once
 	// callMu guards inCall (a call to the source is in flight) and
 	// closeLater (Close came during it).
@@ -409,10 +410,30 @@ func (s *Sampler) Run(ctx context.Context) error {
 const runStopGrace = time.Second
 
 // Once takes one full sample (devices and processes) and returns it as a
-// Snapshot; for `vramtop --once`.
+// Snapshot; for `vramtop --once`. If the source does not answer within
+// Config.StallTimeout (of real time: a hung driver call), Once returns a
+// snapshot marked Stale, with no devices and an Err saying so; the sampler
+// is then good for nothing but Close, which closes the source once the call
+// returns.
 func (s *Sampler) Once() Snapshot {
 	s.forcePub = true
-	snap, _ := s.Tick(s.cfg.Now())
+	start := s.cfg.Now()
+	done := make(chan Snapshot, 1)
+	go func() {
+		snap, _ := s.Tick(start)
+		done <- snap
+	}()
+	timer := time.NewTimer(s.cfg.StallTimeout)
+	defer timer.Stop()
+	select {
+	case snap := <-done:
+		return snap
+	case <-timer.C:
+	}
+	kind, _ := s.kind.Load().(string)
+	snap := Snapshot{Time: start.Add(s.cfg.StallTimeout), Source: kind, Devices: []Device{},
+		Stale: true, StaleSince: start, Err: stallText(kind, s.cfg.StallTimeout)}
+	snap.Hostname, _ = os.Hostname()
 	return snap
 }
 
@@ -465,12 +486,17 @@ func (s *Sampler) publishStale(now, since time.Time) {
 	s.seq++
 	snap.Time, snap.Seq = now, s.seq
 	snap.Stale, snap.StaleSince = true, since
-	what := "the GPU driver"
-	if snap.Source != "nvml" && snap.Source != "" {
-		what = "the " + snap.Source + " source"
-	}
-	snap.Err = fmt.Sprintf("no answer from %s for %s", what, silence(now.Sub(since)))
+	snap.Err = stallText(snap.Source, now.Sub(since))
 	s.send(snap)
+}
+
+// stallText says that a source of the given kind has not answered for d.
+func stallText(kind string, d time.Duration) string {
+	what := "the GPU driver"
+	if kind != "nvml" && kind != "" {
+		what = "the " + kind + " source"
+	}
+	return fmt.Sprintf("no answer from %s for %s", what, silence(d))
 }
 
 // silence says how long a source has been silent: "12 s", "3 min".
@@ -535,6 +561,7 @@ func (s *Sampler) poll(now time.Time) {
 
 func (s *Sampler) loadInfo() {
 	info := s.src.Info()
+	s.kind.Store(info.Kind)
 	s.infoLoaded = true
 	s.info = info
 	devs := make([]*devState, len(info.Devices))

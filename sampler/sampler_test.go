@@ -759,20 +759,7 @@ func TestRunStopsWhileACallHangs(t *testing.T) {
 		t.Fatalf("source closed %d times while a call was in flight", closes)
 	}
 	close(hang)
-	deadline := time.After(10 * time.Second)
-	for {
-		f.mu.Lock()
-		closes = f.closes
-		f.mu.Unlock()
-		if closes == 1 {
-			return
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("source closed %d times after the call returned, want once", closes)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitClosedOnce(t, f)
 }
 
 // TestExitedProcessesAreCappedPerDevice: of many exited processes a device
@@ -904,5 +891,41 @@ func TestDeviceThatLeavesTheListComesBackWithItsHistory(t *testing.T) {
 	want := []uint64{10 * fakeGiB, 11 * fakeGiB, 12 * fakeGiB, 20 * fakeGiB}
 	if got := windowValues(d.History); !slices.Equal(got, want) {
 		t.Fatalf("history of the device that came back %v, want %v", got, want)
+	}
+}
+
+// TestOnceGivesUpOnAHungSource: `vramtop --once` on a driver that does not
+// answer prints that it does not, instead of hanging; the source is closed
+// once the call returns.
+func TestOnceGivesUpOnAHungSource(t *testing.T) {
+	f := newFake(1)
+	hang := make(chan struct{})
+	f.hang = hang
+	s := newSampler(t, f, Config{StallTimeout: 50 * time.Millisecond})
+	snap := s.Once()
+	if !snap.Stale || snap.Err != "no answer from the fake source for 0 s" || len(snap.Devices) != 0 {
+		t.Fatalf("Once on a hung source: stale %v, Err %q, %d devices; want a stale snapshot saying so", snap.Stale, snap.Err, len(snap.Devices))
+	}
+	s.Close()
+	close(hang)
+	waitClosedOnce(t, f)
+}
+
+// waitClosedOnce waits for the source to be closed, once.
+func waitClosedOnce(t *testing.T, f *fakeSource) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		closes := f.closes
+		f.mu.Unlock()
+		if closes == 1 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("source closed %d times after the call returned, want once", closes)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
