@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // explainJSON returns the explanation's JSON fields other than the prose
@@ -173,6 +176,21 @@ func TestEveryPatternCompiles(t *testing.T) {
 	for _, p := range patterns {
 		if _, err := regexp.Compile(p.src); err != nil {
 			t.Errorf("pattern %q: %v", p.src, err)
+		}
+	}
+}
+
+// The explanation's text wraps at its width with a hanging indent; a word
+// longer than the width stays whole, and wide characters count double.
+func TestWrapHangingIndent(t *testing.T) {
+	got := wrap("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation of the cache", 30, "    ")
+	want := "set\n    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n    to avoid fragmentation of\n    the cache\n"
+	if got != want {
+		t.Errorf("wrap:\n%q\nwant\n%q", got, want)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(wrap("显存不足 显存不足 显存不足 显存不足", 18, "  "), "\n"), "\n") {
+		if w := ansi.StringWidth(line); w > 18 {
+			t.Errorf("line %q is %d columns wide, want at most 18", line, w)
 		}
 	}
 }

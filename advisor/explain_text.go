@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -242,23 +243,19 @@ func (e Explanation) writeLive(b *strings.Builder) {
 }
 
 // wrap breaks s into lines of at most width columns (words longer than
-// that stay whole); lines after the first start with indent.
+// that stay whole); lines after the first start with indent, which counts
+// towards their width. x/ansi does the breaking (display width, wide
+// characters); the hanging indent is ours.
 func wrap(s string, width int, indent string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	first, rest, _ := strings.Cut(ansi.Wordwrap(s, width, ""), "\n")
 	var b strings.Builder
-	col := 0
-	for i, w := range strings.Fields(s) {
-		n := len([]rune(w))
-		switch {
-		case i == 0:
-		case col+1+n > width:
-			b.WriteString("\n" + indent)
-			col = len(indent)
-		default:
-			b.WriteByte(' ')
-			col++
+	b.WriteString(first)
+	if rest != "" {
+		rest = strings.Join(strings.Fields(rest), " ")
+		for line := range strings.SplitSeq(ansi.Wordwrap(rest, max(width-ansi.StringWidth(indent), 1), ""), "\n") {
+			b.WriteString("\n" + indent + line)
 		}
-		b.WriteString(w)
-		col += n
 	}
 	b.WriteString("\n")
 	return b.String()
