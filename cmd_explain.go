@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/vramtop/vramtop/advisor"
@@ -71,8 +70,8 @@ func readLogTail(in io.Reader, limit int64) (data []byte, cut bool, err error) {
 // ended the command; main cancels ctx with the signal as its cause.
 func explainInterrupted(ctx context.Context, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "vramtop explain: interrupted")
-	if c := context.Cause(ctx); c != nil && strings.HasPrefix(c.Error(), syscall.SIGTERM.String()) {
-		return 128 + int(syscall.SIGTERM)
+	if code, ok := signalStatus(ctx); ok {
+		return code
 	}
 	return 128 + int(syscall.SIGINT)
 }
