@@ -187,7 +187,9 @@ func TestOOMChild(t *testing.T) {
 	os.WriteFile(log, []byte(pytorchOOM+"\n"), 0o644)
 	pids := filepath.Join(dir, "pids")
 	src := &pidSource{file: pids, tenant: uint32(os.Getpid())}
-	script := `echo $$ >> ` + pids + `; echo step 1; sleep 0.5; cat ` + log + ` >&2; exit 1`
+	// The job lives for a few snapshots (published every 500 ms), so that one
+	// sees it on any machine.
+	script := `echo $$ >> ` + pids + `; echo step 1; sleep 1.5; cat ` + log + ` >&2; exit 1`
 	r, stderr := runJob(t, src, script, nil)
 	if r.ExitCode != 1 {
 		t.Errorf("exit code %d, want the child's 1", r.ExitCode)
