@@ -93,12 +93,16 @@ type nvmlSource struct {
 	closed   bool
 }
 
-// listSpan is one device's processes in a ReadProcesses buffer; reused when
-// they are the device's last list.
+// listSpan is one device's processes in a ReadProcesses buffer.
 type listSpan struct {
 	d          *nvmlDev
 	start, end int
-	reused     bool
+}
+
+// due reports whether every has passed since last (never, or a clock that
+// went back, counts as due).
+func due(now, last time.Time, every time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= every || now.Before(last)
 }
 
 // nvmlDev is one entry of the device list: a GPU, or a MIG instance of one.
@@ -528,13 +532,13 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 			// The processes of a GPU in MIG mode are listed on its instances.
 			continue
 		}
-		if d.hasListed && d.memOK && d.used == d.listedUsed && now.Sub(d.listedAt) < listMaxAge && !now.Before(d.listedAt) {
+		if d.hasListed && d.memOK && d.used == d.listedUsed && !due(now, d.listedAt, listMaxAge) {
 			start := len(buf)
 			for _, p := range d.listed {
 				p.Device = i
 				buf = append(buf, p)
 			}
-			s.spans = append(s.spans, listSpan{d, start, len(buf), true})
+			s.spans = append(s.spans, listSpan{d, start, len(buf)})
 			continue
 		}
 		start := len(buf)
@@ -549,7 +553,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 			d.hasListed = false
 			continue
 		}
-		if !d.noGraphics && (d.graphicsSeen || d.graphicsAt.IsZero() || now.Sub(d.graphicsAt) >= graphicsListEvery || now.Before(d.graphicsAt)) {
+		if !d.noGraphics && (d.graphicsSeen || due(now, d.graphicsAt, graphicsListEvery)) {
 			d.graphicsAt = now
 			procs, ret = d.h.GetGraphicsRunningProcesses()
 			switch ret {
@@ -562,7 +566,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 				errs[i] = d.procErr.get("listing graphics processes", ret)
 			}
 		}
-		s.spans = append(s.spans, listSpan{d, start, len(buf), false})
+		s.spans = append(s.spans, listSpan{d, start, len(buf)})
 		d.listedUsed, d.listedAt, d.hasListed = d.used, now, d.memOK && errs[i] == nil
 		fresh = true
 	}
@@ -570,16 +574,14 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 	// details (read one stat file each) are refreshed every hostStatsEvery,
 	// for their CPU and host memory. A fresh list reads them all, so a PID
 	// that came back is seen as the new process it is.
-	if fresh || s.hostAt.IsZero() || now.Sub(s.hostAt) >= hostStatsEvery || now.Before(s.hostAt) {
+	if fresh || due(now, s.hostAt, hostStatsEvery) {
 		for i := range buf {
 			s.proc.Lookup(buf[i].PID).Fill(&buf[i])
 		}
 		s.proc.Prune()
 		s.hostAt = now
-		fresh = true
-	}
-	for _, sp := range s.spans {
-		if fresh || !sp.reused {
+		// Each device keeps its list with those details, for reuse.
+		for _, sp := range s.spans {
 			sp.d.listed = append(sp.d.listed[:0], buf[sp.start:sp.end]...)
 		}
 	}
