@@ -177,10 +177,8 @@ def main():
         tools.append(("before 1 Hz", [os.environ["BEFORE"]]))
     res = {"seconds": seconds, "tenants": ntenants}
     res["idle"] = measure(tools, seconds)
-    res["startup_idle"] = {"vramtop": first_frame([binary], needle)}
-    if nvtop:
-        res["startup_idle"]["nvtop"] = first_frame([nvtop], needle)
-    res["startup_idle"]["nvidia-smi"] = first_frame(["nvidia-smi"], needle)
+    starters = {"vramtop": [binary], "nvtop": [nvtop] if nvtop else None, "nvidia-smi": ["nvidia-smi"]}
+    res["startup_idle"] = {n: first_frame(argv, needle) for n, argv in starters.items() if argv}
     tenants = start_tenants(ntenants, work)
     try:
         time.sleep(3)
@@ -189,10 +187,7 @@ def main():
         # so a page one of them released stays resident for the others.
         alone = [t for t in tools if t[0] in ("vramtop 1 Hz", "nvtop")]
         res["alone"] = measure(alone, 20)
-        res["startup_loaded"] = {"vramtop": first_frame([binary], needle)}
-        if nvtop:
-            res["startup_loaded"]["nvtop"] = first_frame([nvtop], needle)
-        res["startup_loaded"]["nvidia-smi"] = first_frame(["nvidia-smi"], needle)
+        res["startup_loaded"] = {n: first_frame(argv, needle) for n, argv in starters.items() if argv}
         res["key_ms"] = key_latency([binary])
     finally:
         stop(tenants)
