@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,11 +37,7 @@ func dropHost(fp *fakeProm, host string) {
 // drops its series and says its target is down. hostA stays listed with
 // its last values, marked down since it was last seen.
 func TestFleetHostDownKeepsLastValues(t *testing.T) {
-	fp := newFakeProm()
-	fp.fleet(20 * gib)
-	srv := httptest.NewServer(fp)
-	defer srv.Close()
-	src, s, clk := newFleet(t, srv.URL, 0)
+	fp, src, s, clk := fakeFleet(t)
 	seenAt := clk.t
 	if snap := s.Once(); len(snap.Devices) != 4 {
 		t.Fatalf("%d devices, want 4", len(snap.Devices))
@@ -253,18 +248,13 @@ func TestFleetHistoryRetried(t *testing.T) {
 	if len(snap.Devices) != 4 {
 		t.Errorf("%d devices, want 4", len(snap.Devices))
 	}
-	_ = fmt.Sprint
 }
 
 // TestFleetDeviceAppearsWithItsLabels: the devices' labels are read on the
 // first round and when a device appears, so a new host's GPU has its name,
 // UUID and PCI bus from its first round on.
 func TestFleetDeviceAppearsWithItsLabels(t *testing.T) {
-	fp := newFakeProm()
-	fp.fleet(20 * gib)
-	srv := httptest.NewServer(fp)
-	defer srv.Close()
-	src, s, clk := newFleet(t, srv.URL, 0)
+	fp, src, s, clk := fakeFleet(t)
 	s.Once()
 	c0 := []string{"hostname", "hostC", "gpu", "0", "UUID", "GPU-c0", "pci_bus_id", "00000000:C1:00.0", "modelName", "NVIDIA H200"}
 	fp.mu.Lock()
@@ -286,11 +276,7 @@ func TestFleetDeviceAppearsWithItsLabels(t *testing.T) {
 // TestFleetOneGPUGone: a GPU whose series vanish while its host still
 // reports keeps its last values, and the host is not marked down.
 func TestFleetOneGPUGone(t *testing.T) {
-	fp := newFakeProm()
-	fp.fleet(20 * gib)
-	srv := httptest.NewServer(fp)
-	defer srv.Close()
-	src, s, clk := newFleet(t, srv.URL, 0)
+	fp, src, s, clk := fakeFleet(t)
 	seenAt := clk.t
 	s.Once()
 	drop(fp, func(l map[string]string) bool { return l["hostname"] == "hostA" && l["gpu"] == "0" })

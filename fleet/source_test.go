@@ -173,6 +173,18 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// fakeFleet is the fleet source, without history, over a fake Prometheus
+// holding fp.fleet's hosts A and B (hostA's GPU 0 at 20 GiB used).
+func fakeFleet(t *testing.T) (*fakeProm, *Source, *sampler.Sampler, *clock) {
+	t.Helper()
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	srv := httptest.NewServer(fp)
+	t.Cleanup(srv.Close)
+	src, s, clk := newFleet(t, srv.URL, 0)
+	return fp, src, s, clk
+}
+
 func newFleet(t *testing.T, url string, history time.Duration) (*Source, *sampler.Sampler, *clock) {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
@@ -280,11 +292,7 @@ func TestFleetVramtopAndDCGMHosts(t *testing.T) {
 }
 
 func TestFleetQueryFailingKeepsLastValues(t *testing.T) {
-	fp := newFakeProm()
-	fp.fleet(20 * gib)
-	srv := httptest.NewServer(fp)
-	defer srv.Close()
-	src, s, clk := newFleet(t, srv.URL, 0)
+	fp, src, s, clk := fakeFleet(t)
 	s.Once()
 
 	// One of the three queries fails: the error shows, nothing changes.
