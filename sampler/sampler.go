@@ -68,9 +68,10 @@ type Config struct {
 	ProcessInterval time.Duration
 	// PublishInterval is the shortest time between two snapshots; default
 	// and floor MinPublishInterval. The live view sets 1 s: each snapshot is
-	// a frame (about 2 ms of the renderer at 200x60 on an H200 host, against
-	// a few µs a memory sample), and the samples between frames still land
-	// in the rings and RecentPeakUsed.
+	// a frame (about 3.5 ms of the renderer at 200x60 on the H200 host: a
+	// CPU profile of bench/gpu/watch.py spent 220-240 ms on 65 frames),
+	// against a few µs a memory sample; the samples between frames still
+	// land in the rings and RecentPeakUsed.
 	PublishInterval time.Duration
 	// StallTimeout is how long a call to the source may go unanswered
 	// before Run publishes snapshots marked Stale; default
