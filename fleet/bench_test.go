@@ -133,7 +133,16 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 		if res == nil {
 			res = []series{}
 		}
-		b, _ := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+		// In Prometheus's order: status, then data's resultType before
+		// its result.
+		type data struct {
+			ResultType string   `json:"resultType"`
+			Result     []series `json:"result"`
+		}
+		b, _ := json.Marshal(struct {
+			Status string `json:"status"`
+			Data   data   `json:"data"`
+		}{"success", data{"vector", res}})
 		out[q] = b
 	}
 	return out

@@ -1,18 +1,18 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 )
 
 // MaxAnswerBytes bounds one answer of Prometheus, as read off the wire: a
@@ -23,11 +23,14 @@ const MaxAnswerBytes = 64 << 20
 // is over MaxAnswerBytes.
 var ErrAnswerTooLarge = fmt.Errorf("answer larger than %d MiB", MaxAnswerBytes>>20)
 
-// Client queries Prometheus's HTTP API through client_golang's API client,
-// each answer limited to MaxAnswerBytes.
+// Client queries Prometheus's HTTP API (/api/v1/query and query_range),
+// each answer limited to MaxAnswerBytes and decoded by decodeAnswer
+// straight into Samples or Series.
 type Client struct {
-	base *url.URL
-	api  v1.API
+	base       *url.URL
+	hc         *http.Client
+	query      string // the endpoints' URLs
+	queryRange string
 }
 
 // NewClient returns a client for the Prometheus server at rawURL
@@ -42,15 +45,17 @@ func NewClient(rawURL string, hc *http.Client) (*Client, error) {
 		return nil, fmt.Errorf("prometheus URL %q: want http://HOST:PORT", rawURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
 	var rt http.RoundTripper = http.DefaultTransport
 	if hc != nil && hc.Transport != nil {
 		rt = hc.Transport
 	}
-	ac, err := api.NewClient(api.Config{Address: u.String(), RoundTripper: limitedTransport{rt, MaxAnswerBytes}})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus URL %q: %v", rawURL, err)
-	}
-	return &Client{base: u, api: v1.NewAPI(ac)}, nil
+	return &Client{
+		base:       u,
+		hc:         &http.Client{Transport: limitedTransport{rt, MaxAnswerBytes}},
+		query:      u.JoinPath("api/v1/query").String(),
+		queryRange: u.JoinPath("api/v1/query_range").String(),
+	}, nil
 }
 
 // URL returns the server's base URL.
@@ -58,53 +63,174 @@ func (c *Client) URL() string { return c.base.String() }
 
 // Sample is one series of an instant query.
 type Sample struct {
-	Metric model.Metric
+	Metric Labels
 	Value  float64
 }
 
 // Series is one series of a range query.
 type Series struct {
-	Metric model.Metric
+	Metric Labels
 	Times  []time.Time
 	Values []float64
 }
 
 // Query runs an instant query at the server's current time.
 func (c *Client) Query(ctx context.Context, q string) ([]Sample, error) {
-	v, _, _, err := c.api.Query(ctx, q, time.Time{})
+	a, err := c.ask(ctx, c.query, url.Values{"query": {q}}, resultVector)
 	if err != nil {
 		return nil, c.queryError(q, err)
 	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("prometheus at %s: query %s: result type %s, want vector", c.base.Host, q, v.Type())
-	}
-	out := make([]Sample, len(vec))
-	for i, s := range vec {
-		out[i] = Sample{Metric: s.Metric, Value: float64(s.Value)}
-	}
-	return out, nil
+	return a.samples, nil
 }
 
 // QueryRange runs a range query.
 func (c *Client) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
-	v, _, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: start, End: end, Step: step})
+	args := url.Values{"query": {q}, "start": {formatTime(start)}, "end": {formatTime(end)},
+		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
+	a, err := c.ask(ctx, c.queryRange, args, resultMatrix)
 	if err != nil {
 		return nil, c.queryError(q, err)
 	}
-	mat, ok := v.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("prometheus at %s: query %s: result type %s, want matrix", c.base.Host, q, v.Type())
+	return a.series, nil
+}
+
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', -1, 64)
+}
+
+// bodies are the buffers answers are read into: decoding copies what it
+// keeps, so a buffer serves the next answer.
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// ask posts args to the endpoint (a GET where the server refuses POST, as
+// a read-only proxy may) and decodes the answer, a result of type want.
+func (c *Client) ask(ctx context.Context, endpoint string, args url.Values, want string) (answer, error) {
+	buf := bodies.Get().(*[]byte)
+	defer bodies.Put(buf)
+	form := args.Encode()
+	code, body, err := c.do(ctx, http.MethodPost, endpoint, form, *buf)
+	if err == nil && (code == http.StatusForbidden || code == http.StatusMethodNotAllowed || code == http.StatusNotImplemented) {
+		code, body, err = c.do(ctx, http.MethodGet, endpoint+"?"+form, "", body)
 	}
-	out := make([]Series, len(mat))
-	for i, ss := range mat {
-		s := Series{Metric: ss.Metric, Times: make([]time.Time, len(ss.Values)), Values: make([]float64, len(ss.Values))}
-		for j, p := range ss.Values {
-			s.Times[j], s.Values[j] = p.Timestamp.Time(), float64(p.Value)
+	*buf = body[:0]
+	if err != nil {
+		if ctx.Err() != nil {
+			return answer{}, ctx.Err()
 		}
-		out[i] = s
+		return answer{}, err
 	}
-	return out, nil
+	if code/100 != 2 {
+		return answer{}, statusError(code, body)
+	}
+	a, err := decodeAnswer(body, want)
+	if err != nil {
+		return answer{}, &apiError{Type: "bad_response", Msg: err.Error()}
+	}
+	if a.status == "error" {
+		return answer{}, &apiError{Type: a.errorType, Msg: a.errMsg}
+	}
+	if a.status != "success" {
+		return answer{}, &apiError{Type: "bad_response", Msg: fmt.Sprintf("status %q, want success", a.status)}
+	}
+	if a.resultType != want {
+		return answer{}, &resultTypeError{a.resultType, want}
+	}
+	return a, nil
+}
+
+// do sends one request and reads the answer into buf.
+func (c *Client) do(ctx context.Context, method, target, form string, buf []byte) (int, []byte, error) {
+	var rd io.Reader
+	if form != "" {
+		rd = strings.NewReader(form)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return 0, buf, err
+	}
+	if form != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		// A query only reads: the transport may retry it.
+		req.Header["Idempotency-Key"] = nil
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, buf, err
+	}
+	defer resp.Body.Close()
+	b, err := readAll(resp.Body, buf[:0], resp.ContentLength)
+	return resp.StatusCode, b, err
+}
+
+// readAll appends what r reads to b until the end. b grows only when it
+// is full, to twice its size (bytes.Buffer grows a buffer that has room
+// for all but its last 512 bytes, so a reused buffer would grow on every
+// answer); size, when known, is the room needed.
+func readAll(r io.Reader, b []byte, size int64) ([]byte, error) {
+	if size > 0 && size < MaxAnswerBytes {
+		b = slices.Grow(b, int(size)+1)
+	}
+	if cap(b)-len(b) < 4<<10 {
+		b = slices.Grow(b, 64<<10)
+	}
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+	}
+}
+
+// statusError is the error of an answer with HTTP status code: Prometheus's
+// own (its errorType and error) where the body is one, else the status and
+// the start of the body.
+func statusError(code int, body []byte) error {
+	if a, err := decodeAnswer(body, ""); err == nil && a.status == "error" && (a.errorType != "" || a.errMsg != "") {
+		if a.errorType == "" {
+			a.errorType = "server_error"
+			if code/100 == 4 {
+				a.errorType = "client_error"
+			}
+		}
+		if a.errMsg == "" {
+			a.errMsg = fmt.Sprintf("HTTP status %d", code)
+		}
+		return &apiError{Type: a.errorType, Msg: a.errMsg}
+	}
+	e := &apiError{Type: "bad_response", Msg: fmt.Sprintf("bad response code %d", code), Detail: string(body[:min(len(body), 1024)])}
+	switch code / 100 {
+	case 4:
+		e.Type, e.Msg = "client_error", fmt.Sprintf("client error: %d", code)
+	case 5:
+		e.Type, e.Msg = "server_error", fmt.Sprintf("server error: %d", code)
+	}
+	return e
+}
+
+// apiError is an error answer of Prometheus's API (its errorType and
+// error), or an answer that is not one of its answers.
+type apiError struct {
+	Type, Msg string
+	// Detail is the start of the body of an answer that was not
+	// Prometheus's.
+	Detail string
+}
+
+func (e *apiError) Error() string { return e.Type + ": " + e.Msg }
+
+// resultTypeError is an answer of another type than the query's (a scalar
+// for an instant query that wants a vector).
+type resultTypeError struct{ got, want string }
+
+func (e *resultTypeError) Error() string {
+	return fmt.Sprintf("result type %s, want %s", cmp.Or(e.got, "none"), e.want)
 }
 
 // queryError is err as one line: the server, the query and the cause.
@@ -113,9 +239,9 @@ func (c *Client) queryError(q string, err error) error {
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
-	var aerr *v1.Error
+	var aerr *apiError
 	if errors.As(err, &aerr) {
-		msg := aerr.Msg
+		msg := strings.Join(strings.Fields(aerr.Msg), " ")
 		if d := strings.Join(strings.Fields(aerr.Detail), " "); d != "" && !strings.Contains(msg, d) {
 			if len(d) > 200 {
 				d = d[:200] + "…"
@@ -129,6 +255,10 @@ func (c *Client) queryError(q string, err error) error {
 	}
 	if errors.Is(err, ErrAnswerTooLarge) {
 		return fmt.Errorf("prometheus at %s: query %s: %w", c.base.Host, q, ErrAnswerTooLarge)
+	}
+	var terr *resultTypeError
+	if errors.As(err, &terr) {
+		return fmt.Errorf("prometheus at %s: query %s: %w", c.base.Host, q, err)
 	}
 	return fmt.Errorf("prometheus at %s: %w", c.base.Host, err)
 }

@@ -128,7 +128,7 @@ type Source struct {
 	lookedUp map[string]bool
 	// ident holds each device's series of QueryDevices (all its labels),
 	// read identRound.
-	ident      map[key]model.Metric
+	ident      map[key]Labels
 	rounds     int
 	identRound int
 }
@@ -183,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		cfg: cfg, client: client, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan chan struct{}),
 		histDone: cfg.History <= 0,
-		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]model.Metric{},
+		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]Labels{},
 	}
 	go s.poll()
 	return s, nil
@@ -442,19 +442,26 @@ func (s *Source) refresh() (*fleetState, error) {
 		s.identRound = round
 	}
 	now := s.cfg.Now()
-	list, listed := build(s.withIdentity(results[0]), results[1], results[2])
-	st := &fleetState{byID: map[string]int{}}
+	list, devs := build(s.ident, results[0], results[2])
+	listed := make(map[string]bool, len(list))
+	st := &fleetState{devs: make([]devData, 0, len(list))}
 	for _, b := range list {
-		s.seen[b.info.ID] = &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: now}
-		st.devs = append(st.devs, devData{info: b.info, mem: b.mem})
+		listed[b.info.ID] = true
+		d := devData{info: b.info, mem: b.mem}
+		if sd := s.seen[b.info.ID]; sd != nil {
+			*sd = seenDevice{dev: d, instance: b.instance, at: now}
+		} else {
+			s.seen[b.info.ID] = &seenDevice{dev: d, instance: b.instance, at: now}
+		}
+		st.devs = append(st.devs, d)
 	}
-	st.procs = procsOf(results[1], listed)
+	st.procs = procsOf(results[1], devs)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.
 	downTargets := map[string]bool{}
 	for _, smp := range results[3] {
-		if inst := string(smp.Metric["instance"]); inst != "" {
+		if inst := smp.Metric.Get(labelInstance); inst != "" {
 			downTargets[inst] = true
 		}
 	}
@@ -511,8 +518,11 @@ func (s *Source) refresh() (*fleetState, error) {
 		}
 		gone = append(gone, d)
 	}
-	st.devs = append(st.devs, gone...)
-	sortDevices(st.devs)
+	if len(gone) > 0 {
+		st.devs = append(st.devs, gone...)
+		sortDevices(st.devs)
+	}
+	st.byID = make(map[string]int, len(st.devs))
 	for i, d := range st.devs {
 		st.byID[d.info.ID] = i
 	}
@@ -522,7 +532,7 @@ func (s *Source) refresh() (*fleetState, error) {
 // unidentified reports whether a device of the values has no labels read.
 func (s *Source) unidentified(values []Sample) bool {
 	for _, smp := range values {
-		if smp.Metric[model.MetricNameLabel] != exporter.MemoryTotal {
+		if smp.Metric.Get(labelName) != exporter.MemoryTotal {
 			continue
 		}
 		if _, ok := s.ident[keyOf(smp.Metric)]; !ok {
@@ -530,16 +540,6 @@ func (s *Source) unidentified(values []Sample) bool {
 		}
 	}
 	return false
-}
-
-// withIdentity is the values with, first, each device's labels (its series
-// of QueryDevices, which build reads for the labels only).
-func (s *Source) withIdentity(values []Sample) []Sample {
-	out := make([]Sample, 0, len(s.ident)+len(values))
-	for _, m := range s.ident {
-		out = append(out, Sample{Metric: m, Value: math.NaN()})
-	}
-	return append(out, values...)
 }
 
 // clockTime is when t was, as a user reads it: the time of day, with the
@@ -578,17 +578,17 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 	at := map[string]time.Time{}
 	for _, smp := range times {
 		sec, frac := math.Modf(smp.Value)
-		at[string(smp.Metric["instance"])] = time.Unix(int64(sec), int64(frac*1e9))
+		at[smp.Metric.Get(labelInstance)] = time.Unix(int64(sec), int64(frac*1e9))
 	}
 	var vram, dcgm []Sample
 	for _, smp := range vals {
-		if strings.HasPrefix(string(smp.Metric[model.MetricNameLabel]), "vramtop_") {
+		if strings.HasPrefix(smp.Metric.Get(labelName), "vramtop_") {
 			vram = append(vram, smp)
 		} else {
 			dcgm = append(dcgm, smp)
 		}
 	}
-	list, _ := build(vram, nil, dcgm)
+	list, _ := build(nil, vram, dcgm)
 	for _, b := range list {
 		t, ok := at[b.instance]
 		if !ok {
@@ -613,21 +613,46 @@ func (k key) id() string {
 // HostOf is the host a series belongs to: its hostname label (vramtop,
 // dcgm-exporter), else Hostname (both, before 2026-05), else the scrape
 // target's host.
-func HostOf(m model.Metric) string {
-	for _, l := range []model.LabelName{exporter.LabelHostname, exporter.LabelHostnameOld} {
-		if h := m[l]; h != "" {
-			return string(h)
+func HostOf(m Labels) string { return keyOf(m).host }
+
+// labelName and labelInstance are Prometheus's labels of a series' name and
+// its scrape target.
+const (
+	labelName     = "__name__"
+	labelInstance = "instance"
+)
+
+// keyOf is the device a series belongs to, read in one pass over its
+// labels.
+func keyOf(m Labels) key {
+	var host, old, inst string
+	var k key
+	for _, l := range m {
+		switch l.Name {
+		case exporter.LabelHostname:
+			host = l.Value
+		case exporter.LabelHostnameOld:
+			old = l.Value
+		case labelInstance:
+			inst = l.Value
+		case exporter.LabelGPU:
+			k.gpu = l.Value
+		case exporter.LabelGPUInstID:
+			k.gi = l.Value
 		}
 	}
-	inst := string(m["instance"])
-	if h, _, ok := strings.Cut(inst, ":"); ok && !strings.Contains(h, "[") {
-		return h
+	switch {
+	case host != "":
+		k.host = host
+	case old != "":
+		k.host = old
+	default:
+		k.host = inst
+		if h, _, ok := strings.Cut(inst, ":"); ok && !strings.Contains(h, "[") {
+			k.host = h
+		}
 	}
-	return inst
-}
-
-func keyOf(m model.Metric) key {
-	return key{host: HostOf(m), gpu: string(m[exporter.LabelGPU]), gi: string(m[exporter.LabelGPUInstID])}
+	return k
 }
 
 type building struct {
@@ -638,12 +663,12 @@ type building struct {
 	total    bool // total known directly
 }
 
-// build makes the device list from the vramtop series (totals and values),
-// the processes (only to know hosts) and dcgm-exporter's series; down are
-// the hosts whose exporter has no recent sample.
-func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
-	devs := map[key]*building{}
-	get := func(m model.Metric) *building {
+// build makes the device list, sorted, from the vramtop series (totals and
+// values) with each device's labels from idents, and dcgm-exporter's
+// series; it returns the devices by key too.
+func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*building) {
+	devs := make(map[key]*building, len(idents))
+	get := func(m Labels) *building {
 		k := keyOf(m)
 		b := devs[k]
 		if b == nil {
@@ -659,30 +684,24 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 		b.identify(m)
 		return b
 	}
-	idents := map[key]model.Metric{}
+	// The hosts whose exporter has no recent sample.
 	down := map[string]bool{}
 	// Temperature and power may come from dcgm-exporter on the same host:
 	// they go to devices known from the memory series.
 	var extras []Sample
 	for _, smp := range vram {
-		name := string(smp.Metric[model.MetricNameLabel])
+		name := smp.Metric.Get(labelName)
 		if name == exporter.Up {
 			if smp.Value == 0 {
 				down[HostOf(smp.Metric)] = true
 			}
 			continue
 		}
-		if _, ok := smp.Metric[exporter.LabelGPU]; !ok {
+		if smp.Metric.Get(exporter.LabelGPU) == "" {
 			continue
 		}
 		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
 			extras = append(extras, smp)
-			continue
-		}
-		if name == exporter.MemoryTotal && math.IsNaN(smp.Value) {
-			// Only the labels (withIdentity), for a device the values
-			// list.
-			idents[keyOf(smp.Metric)] = smp.Metric
 			continue
 		}
 		b := get(smp.Metric)
@@ -700,15 +719,15 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 			b.mem.Util, b.mem.HasUtil = smp.Value*100, true
 		}
 	}
-	fromVramtop := make(map[key]bool, len(devs))
-	for k := range devs {
-		fromVramtop[k] = true
-	}
 	for _, smp := range dcgm {
-		if _, ok := smp.Metric[exporter.LabelGPU]; !ok || fromVramtop[keyOf(smp.Metric)] {
+		if smp.Metric.Get(exporter.LabelGPU) == "" {
 			continue
 		}
-		name := string(smp.Metric[model.MetricNameLabel])
+		if b := devs[keyOf(smp.Metric)]; b != nil && !b.info.NoProcessList {
+			// vramtop's series of the device win.
+			continue
+		}
+		name := smp.Metric.Get(labelName)
 		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
 			extras = append(extras, smp)
 			continue
@@ -734,7 +753,7 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 		if b == nil || math.IsNaN(smp.Value) {
 			continue
 		}
-		switch smp.Metric[model.MetricNameLabel] {
+		switch smp.Metric.Get(labelName) {
 		case exporter.DCGMGPUTemp:
 			b.mem.TempC, b.mem.HasTemp = int(math.Round(smp.Value)), true
 		case exporter.DCGMPowerUsage:
@@ -767,34 +786,34 @@ func build(vram, procs, dcgm []Sample) ([]*building, map[string]bool) {
 		list = append(list, b)
 	}
 	slices.SortFunc(list, func(a, b *building) int { return compareDevices(&a.info, &b.info) })
-	return list, devKeys(devs)
+	return list, devs
 }
 
 // identify fills what b does not know yet of its labels from m.
-func (b *building) identify(m model.Metric) {
-	if b.info.Name == "" {
-		b.info.Name = string(m[exporter.LabelModelName])
+func (b *building) identify(m Labels) {
+	for _, l := range m {
+		var f *string
+		switch l.Name {
+		case exporter.LabelModelName:
+			f = &b.info.Name
+		case exporter.LabelUUID:
+			f = &b.info.UUID
+		case exporter.LabelPCIBusID:
+			f = &b.info.PCIBusID
+		case labelInstance:
+			f = &b.instance
+		case exporter.LabelGPUProfile:
+			if b.info.MIG == nil {
+				continue
+			}
+			f = &b.info.MIG.Profile
+		default:
+			continue
+		}
+		if *f == "" {
+			*f = l.Value
+		}
 	}
-	if b.info.UUID == "" {
-		b.info.UUID = string(m[exporter.LabelUUID])
-	}
-	if b.info.PCIBusID == "" {
-		b.info.PCIBusID = string(m[exporter.LabelPCIBusID])
-	}
-	if b.instance == "" {
-		b.instance = string(m["instance"])
-	}
-	if b.info.MIG != nil && b.info.MIG.Profile == "" {
-		b.info.MIG.Profile = string(m[exporter.LabelGPUProfile])
-	}
-}
-
-func devKeys(devs map[key]*building) map[string]bool {
-	out := make(map[string]bool, len(devs))
-	for k := range devs {
-		out[k.id()] = true
-	}
-	return out
 }
 
 // compareDevices orders by host, GPU index, GPU before its instances,
@@ -813,27 +832,27 @@ func sortDevices(ds []devData) {
 }
 
 // procsOf are the processes of the listed devices.
-func procsOf(procs []Sample, listed map[string]bool) []procData {
-	var out []procData
+func procsOf(procs []Sample, devs map[key]*building) []procData {
+	out := make([]procData, 0, len(procs))
 	for _, smp := range procs {
-		k := keyOf(smp.Metric)
-		if !listed[k.id()] {
+		b := devs[keyOf(smp.Metric)]
+		if b == nil {
 			continue
 		}
-		pid, err := strconv.ParseUint(string(smp.Metric["pid"]), 10, 32)
+		pid, err := strconv.ParseUint(smp.Metric.Get("pid"), 10, 32)
 		if err != nil {
 			continue
 		}
-		user := string(smp.Metric["user"])
-		known := smp.Metric[model.MetricNameLabel] != exporter.ProcessUnknown
+		user := smp.Metric.Get("user")
+		known := smp.Metric.Get(labelName) != exporter.ProcessUnknown
 		var used uint64
 		if known {
 			used = bytesOf(smp.Value)
 		}
-		out = append(out, procData{dev: k.id(), p: sampler.ProcSample{
+		out = append(out, procData{dev: b.info.ID, p: sampler.ProcSample{
 			PID: uint32(pid), UsedBytes: used, HasUsed: known,
-			Type: string(smp.Metric["type"]), User: user, Command: string(smp.Metric["command"]),
-			Container: string(smp.Metric[exporter.LabelContainerID]),
+			Type: smp.Metric.Get("type"), User: user, Command: smp.Metric.Get("command"),
+			Container: smp.Metric.Get(exporter.LabelContainerID),
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.
 			Visible: user != "",
@@ -892,7 +911,7 @@ func (s *Source) readHistory() error {
 	bf := map[string]history{}
 	add := func(series []Series, skip func(string) bool) {
 		for _, ser := range series {
-			if _, ok := ser.Metric[exporter.LabelGPU]; !ok {
+			if ser.Metric.Get(exporter.LabelGPU) == "" {
 				continue
 			}
 			id := keyOf(ser.Metric).id()

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -430,13 +428,13 @@ func TestFleetHostAppears(t *testing.T) {
 
 func TestHostOf(t *testing.T) {
 	for _, tc := range []struct {
-		m    model.Metric
+		m    Labels
 		want string
 	}{
-		{model.Metric{"Hostname": "a", "hostname": "b", "instance": "c:1"}, "b"},
-		{model.Metric{"Hostname": "a", "instance": "c:1"}, "a"},
-		{model.Metric{"instance": "node3:9400"}, "node3"},
-		{model.Metric{"instance": "[::1]:9400"}, "[::1]:9400"},
+		{Labels{{"Hostname", "a"}, {"hostname", "b"}, {"instance", "c:1"}}, "b"},
+		{Labels{{"Hostname", "a"}, {"instance", "c:1"}}, "a"},
+		{Labels{{"instance", "node3:9400"}}, "node3"},
+		{Labels{{"instance", "[::1]:9400"}}, "[::1]:9400"},
 	} {
 		if got := HostOf(tc.m); got != tc.want {
 			t.Errorf("HostOf(%v) = %q, want %q", tc.m, got, tc.want)
