@@ -65,6 +65,7 @@ const (
 	MemoryUnattributed = "vramtop_gpu_memory_unattributed_bytes"
 	Utilization        = "vramtop_gpu_utilization_ratio"
 	ProcessesUnlisted  = "vramtop_gpu_processes_unexported"
+	MemoryUnlisted     = "vramtop_gpu_memory_unexported_bytes"
 	ProcessMemory      = "vramtop_process_gpu_memory_bytes"
 	ProcessUnknown     = "vramtop_process_gpu_memory_unknown"
 	Alert              = "vramtop_alert"
@@ -303,6 +304,7 @@ const (
 	fUnattributed
 	fUtil
 	fUnexported
+	fUnexportedMem
 	fProcMem
 	fProcUnknown
 	fAlert
@@ -310,22 +312,23 @@ const (
 )
 
 var familyHeads = [nFamilies]family{
-	fFBUsed:       {name: DCGMFBUsed, help: "Framebuffer memory used (in MiB)."},
-	fFBFree:       {name: DCGMFBFree, help: "Framebuffer memory free (in MiB)."},
-	fFBReserved:   {name: DCGMFBReserved, help: "Framebuffer memory reserved (in MiB)."},
-	fTemp:         {name: DCGMGPUTemp, help: "GPU temperature (in C)."},
-	fPower:        {name: DCGMPowerUsage, help: "Power draw (in W)."},
-	fUtilPct:      {name: DCGMGPUUtil, help: "GPU utilization (in %)."},
-	fTotal:        {name: MemoryTotal, help: "GPU memory in total, in bytes."},
-	fUsed:         {name: MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
-	fFree:         {name: MemoryFree, help: "GPU memory free, in bytes."},
-	fReserved:     {name: MemoryReserved, help: "GPU memory reserved by the driver, in bytes."},
-	fUnattributed: {name: MemoryUnattributed, help: "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes."},
-	fUtil:         {name: Utilization, help: "GPU utilization as the driver samples it, 0 to 1."},
-	fUnexported:   {name: ProcessesUnlisted, help: "Processes on a device that have no series of their own (over --max-process-series: the ones using the least memory)."},
-	fProcMem:      {name: ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
-	fProcUnknown:  {name: ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
-	fAlert:        {name: Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
+	fFBUsed:        {name: DCGMFBUsed, help: "Framebuffer memory used (in MiB)."},
+	fFBFree:        {name: DCGMFBFree, help: "Framebuffer memory free (in MiB)."},
+	fFBReserved:    {name: DCGMFBReserved, help: "Framebuffer memory reserved (in MiB)."},
+	fTemp:          {name: DCGMGPUTemp, help: "GPU temperature (in C)."},
+	fPower:         {name: DCGMPowerUsage, help: "Power draw (in W)."},
+	fUtilPct:       {name: DCGMGPUUtil, help: "GPU utilization (in %)."},
+	fTotal:         {name: MemoryTotal, help: "GPU memory in total, in bytes."},
+	fUsed:          {name: MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
+	fFree:          {name: MemoryFree, help: "GPU memory free, in bytes."},
+	fReserved:      {name: MemoryReserved, help: "GPU memory reserved by the driver, in bytes."},
+	fUnattributed:  {name: MemoryUnattributed, help: "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes."},
+	fUtil:          {name: Utilization, help: "GPU utilization as the driver samples it, 0 to 1."},
+	fUnexported:    {name: ProcessesUnlisted, help: "Processes on a device that have no series of their own (over --max-process-series: the ones using the least memory)."},
+	fUnexportedMem: {name: MemoryUnlisted, help: "GPU memory the processes without series of their own use (over --max-process-series), in bytes; absent while one of them has no known usage."},
+	fProcMem:       {name: ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
+	fProcUnknown:   {name: ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
+	fAlert:         {name: Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
 }
 
 // snapshotFamilies are the series of a snapshot: devices, their processes
@@ -433,6 +436,11 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		listed = order[:n]
 	}
 	fams[fUnexported].add(float64(len(order)-len(listed)), ls)
+	// Their memory, so that a reader of the series (the fleet view) does
+	// not count it as unattributed.
+	if unlisted, ok := usedBy(d.Processes, order[len(listed):]); ok {
+		fams[fUnexportedMem].add(float64(unlisted), ls)
+	}
 	gpu := strconv.Itoa(d.Index)
 	var gi string
 	if d.MIG != nil {
@@ -467,6 +475,19 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		fams[fProcMem].add(float64(*p.UsedBytes), pl)
 	}
 	return order
+}
+
+// usedBy is the memory the processes ps[order...] use; not ok when one of
+// them has no known usage.
+func usedBy(ps []sampler.Process, order []int) (uint64, bool) {
+	var sum uint64
+	for _, j := range order {
+		if ps[j].UsedBytes == nil {
+			return 0, false
+		}
+		sum += *ps[j].UsedBytes
+	}
+	return sum, true
 }
 
 // dedupPIDs keeps the first entry of each PID in order (a process listed

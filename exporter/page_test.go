@@ -117,17 +117,19 @@ func manyProcs(n int) sampler.Snapshot {
 }
 
 // TestMaxProcessSeries: only the largest processes of a GPU get series,
-// the others are counted; the GPU's own series are complete either way.
+// the others are counted and their memory summed; the GPU's own series are
+// complete either way.
 func TestMaxProcessSeries(t *testing.T) {
 	snap := manyProcs(30)
 	for _, tc := range []struct {
 		max          int
 		wantPIDs     []int
 		wantUnlisted int
+		wantMiB      float64 // of the unlisted: 1 + 2 + ... MiB
 	}{
-		{0, pidRange(1029, 1010), 10}, // the default: 20
-		{3, pidRange(1029, 1027), 27},
-		{-1, pidRange(1029, 1000), 0},
+		{0, pidRange(1029, 1010), 10, 55}, // the default: 20
+		{3, pidRange(1029, 1027), 27, 378},
+		{-1, pidRange(1029, 1000), 0, 0},
 	} {
 		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
 			c := New(func() (sampler.Snapshot, bool) { return snap, true }, Options{MaxProcessSeries: tc.max, Now: func() time.Time { return t0 }})
@@ -153,10 +155,32 @@ func TestMaxProcessSeries(t *testing.T) {
 			if got := mfs[ProcessesUnlisted].GetMetric()[0].GetGauge().GetValue(); got != float64(tc.wantUnlisted) {
 				t.Errorf("%s = %v, want %d", ProcessesUnlisted, got, tc.wantUnlisted)
 			}
+			if got := mfs[MemoryUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != tc.wantMiB*mib {
+				t.Errorf("%s = %v, want %v MiB", MemoryUnlisted, got, tc.wantMiB)
+			}
 			if n := len(mfs[MemoryUsed].GetMetric()); n != 1 {
 				t.Errorf("%d device series, want 1", n)
 			}
 		})
+	}
+}
+
+// TestUnlistedMemoryUnknown: when a process without a series of its own
+// has no known usage, the memory of those processes is unknown: no
+// series, not a smaller sum.
+func TestUnlistedMemoryUnknown(t *testing.T) {
+	snap := manyProcs(5)
+	snap.Devices[0].Processes[0].UsedBytes = nil // the smallest: not listed
+	c := New(func() (sampler.Snapshot, bool) { return snap, true }, Options{MaxProcessSeries: 2, Now: func() time.Time { return t0 }})
+	mfs, err := textParser().TextToMetricFamilies(bytes.NewReader(c.Page(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mfs[ProcessesUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != 3 {
+		t.Errorf("%s = %v, want 3", ProcessesUnlisted, got)
+	}
+	if got, ok := mfs[MemoryUnlisted]; ok {
+		t.Errorf("%s = %v, want no series", MemoryUnlisted, got.GetMetric())
 	}
 }
 

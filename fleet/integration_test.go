@@ -88,7 +88,12 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 	procs := map[string]*promtest.Proc{}
 	for _, h := range hosts {
 		addr := promtest.FreeAddr(t)
-		p := promtest.Start(t, "vramtop serve "+h, vramtop, "serve", "--demo", "--hostname", h, "--listen", addr, "--interval", "500ms")
+		args := []string{vramtop, "serve", "--demo", "--hostname", h, "--listen", addr, "--interval", "500ms"}
+		if h == "hostB" {
+			// hostB exports the largest process of each GPU alone.
+			args = append(args, "--max-process-series", "1")
+		}
+		p := promtest.Start(t, "vramtop serve "+h, args...)
 		promtest.WaitFor(t, 20*time.Second, "exporter "+h+" healthy", func() (bool, string) {
 			if p.Exited() {
 				t.Fatalf("exporter %s exited:\n%s", h, p.Output())
@@ -171,6 +176,31 @@ func TestFleetAgainstPrometheus(t *testing.T) {
 		}
 		if procs == 0 {
 			t.Errorf("%s: no processes reported", h)
+		}
+		// hostB's processes past the largest of each GPU are one row.
+		rows := 0
+		for id, d := range got {
+			listed := 0
+			for _, p := range d.Processes {
+				switch {
+				case p.PID != fleet.UnexportedPID:
+					listed++
+				case h == "hostA":
+					t.Errorf("%s:%s: a row for processes not exported, with every process exported: %+v", h, id, p)
+				default:
+					rows++
+					if (p.UsedBytes != nil) != exp[id].hasUnattributed || !strings.Contains(p.Command, "more process") {
+						t.Errorf("%s:%s: the row for processes not exported %+v (memory known %v), the host knows its unattributed memory: %v",
+							h, id, p, p.UsedBytes != nil, exp[id].hasUnattributed)
+					}
+				}
+			}
+			if h == "hostB" && listed > 1 {
+				t.Errorf("%s:%s: %d processes listed, the exporter exports 1", h, id, listed)
+			}
+		}
+		if h == "hostB" && rows == 0 {
+			t.Errorf("%s: no row for processes not exported (--max-process-series 1)", h)
 		}
 		// serve exports temperature and power under dcgm-exporter's
 		// names, and the fleet reads them back.

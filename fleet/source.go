@@ -39,7 +39,12 @@ import (
 const (
 	QueryDevices = `vramtop_gpu_memory_total_bytes`
 	QueryValues  = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
-	QueryProcs   = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})`
+	// QueryProcs are the processes with series of their own and, for the
+	// devices with more (over serve's --max-process-series), how many
+	// more and the memory they use.
+	QueryProcs = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})` +
+		` or max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_processes_unexported|vramtop_gpu_memory_unexported_bytes"}` +
+		` unless on (instance, job, hostname, Hostname, gpu, GPU_I_ID) (vramtop_gpu_processes_unexported == 0))`
 	// dcgm-exporter's series of the devices vramtop does not export: a
 	// host running both is read from vramtop alone.
 	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (hostname, Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
@@ -831,12 +836,48 @@ func sortDevices(ds []devData) {
 	slices.SortFunc(ds, func(a, b devData) int { return compareDevices(&a.info, &b.info) })
 }
 
-// procsOf are the processes of the listed devices.
+// UnexportedPID is the PID of the row that stands for the processes of a
+// device that have no series of their own (over serve's
+// --max-process-series): their number is in its command, the memory they
+// use is its memory. No process has it (Linux's PIDs stay below 2^22).
+const UnexportedPID = math.MaxUint32
+
+// procsOf are the processes of the listed devices, and a row for those
+// not exported of each device (UnexportedPID).
 func procsOf(procs []Sample, devs map[key]*building) []procData {
 	out := make([]procData, 0, len(procs))
+	type unexported struct {
+		b           *building
+		n, bytes    float64
+		hasN, known bool
+	}
+	var more []unexported // in the order of the answer
+	var moreIdx map[*building]int
+	moreOf := func(b *building) *unexported {
+		i, ok := moreIdx[b]
+		if !ok {
+			if moreIdx == nil {
+				moreIdx = map[*building]int{}
+			}
+			i = len(more)
+			moreIdx[b] = i
+			more = append(more, unexported{b: b})
+		}
+		return &more[i]
+	}
 	for _, smp := range procs {
 		b := devs[keyOf(smp.Metric)]
 		if b == nil {
+			continue
+		}
+		switch smp.Metric.Get(labelName) {
+		case exporter.ProcessesUnlisted:
+			u := moreOf(b)
+			u.n, u.hasN = smp.Value, true
+			continue
+		case exporter.MemoryUnlisted:
+			u := moreOf(b)
+			u.bytes, u.known = smp.Value, true
 			continue
 		}
 		pid, err := strconv.ParseUint(smp.Metric.Get("pid"), 10, 32)
@@ -856,6 +897,26 @@ func procsOf(procs []Sample, devs map[key]*building) []procData {
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.
 			Visible: user != "",
+		}})
+	}
+	for _, u := range more {
+		n := int(math.Round(u.n))
+		if !u.hasN || n < 1 {
+			continue
+		}
+		cmd := fmt.Sprintf("%d more processes (not exported: vramtop serve --max-process-series)", n)
+		if n == 1 {
+			cmd = "1 more process (not exported: vramtop serve --max-process-series)"
+		}
+		// Their memory is theirs, not unattributed; unknown (an exporter
+		// before vramtop_gpu_memory_unexported_bytes, or one of them
+		// without a known usage) makes the device's unattributed memory
+		// unknown too, as on the host.
+		out = append(out, procData{dev: u.b.info.ID, p: sampler.ProcSample{
+			PID: UnexportedPID, UsedBytes: bytesOf(u.bytes), HasUsed: u.known,
+			// The exporter does not say; GPU servers' processes are
+			// compute processes, and a snapshot's process has a type.
+			Type: "compute", Command: cmd, Visible: true,
 		}})
 	}
 	return out

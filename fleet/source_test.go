@@ -449,3 +449,58 @@ func TestBadURL(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetUnexportedProcesses: the processes a host's exporter leaves out
+// (over serve's --max-process-series) are one row with their memory, not
+// unattributed memory; from an exporter that does not say how much memory
+// they use, the row's memory and the unattributed memory are unknown.
+func TestFleetUnexportedProcesses(t *testing.T) {
+	fp, src, s, clk := fakeFleet(t)
+	fp.mu.Lock()
+	fp.series[QueryProcs] = append(fp.series[QueryProcs],
+		fakeSeries{lbl("vramtop_gpu_processes_unexported", "hostname", "hostA", "gpu", "0"), 3},
+		fakeSeries{lbl("vramtop_gpu_memory_unexported_bytes", "hostname", "hostA", "gpu", "0"), 6 * gib},
+		// hostA:1/2: an older exporter, the count alone.
+		fakeSeries{lbl("vramtop_gpu_processes_unexported", "hostname", "hostA", "gpu", "1", "GPU_I_ID", "2"), 1})
+	fp.mu.Unlock()
+	snap, _ := next(src, s, clk)
+
+	h100, _ := snap.Device("hostA:0")
+	var row *sampler.Process
+	for i, p := range h100.Processes {
+		if p.PID == UnexportedPID {
+			row = &h100.Processes[i]
+		}
+	}
+	if row == nil || len(h100.Processes) != 3 {
+		t.Fatalf("hostA:0 processes %+v, want its 2 and a row for the 3 not exported", h100.Processes)
+	}
+	if row.UsedBytes == nil || *row.UsedBytes != 6*gib || !strings.HasPrefix(row.Command, "3 more processes (not exported") || row.User != "" || !row.Visible {
+		t.Errorf("the row for the processes not exported: %+v (command %q)", row, row.Command)
+	}
+	if h100.Unattributed == nil || *h100.Unattributed != 4*gib {
+		t.Errorf("hostA:0 unattributed %v, want 4 GiB (20 used, 10 by the processes listed, 6 by those not exported)", h100.Unattributed)
+	}
+
+	inst, _ := snap.Device("hostA:1/2")
+	if n := len(inst.Processes); n != 2 || inst.Processes[1].PID != UnexportedPID || inst.Processes[1].UsedBytes != nil ||
+		!strings.HasPrefix(inst.Processes[1].Command, "1 more process (not exported") {
+		t.Fatalf("hostA:1/2 processes %+v, want its one and a row for one more, memory unknown", inst.Processes)
+	}
+	if inst.Unattributed != nil {
+		t.Errorf("hostA:1/2 unattributed %d, want unknown (a process not exported uses an unknown amount)", *inst.Unattributed)
+	}
+
+	// The exporter lists them all again: the row goes.
+	fp.fleet(20 * gib)
+	snap, _ = next(src, s, clk)
+	h100, _ = snap.Device("hostA:0")
+	for _, p := range h100.Processes {
+		if p.PID == UnexportedPID && !p.Exited {
+			t.Errorf("hostA:0 still has the row for processes not exported: %+v", p)
+		}
+	}
+	if h100.Unattributed == nil || *h100.Unattributed != 10*gib {
+		t.Errorf("hostA:0 unattributed %v, want 10 GiB again", h100.Unattributed)
+	}
+}
