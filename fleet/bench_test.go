@@ -150,7 +150,7 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 
 // BenchmarkFleetRefresh is one round of the fleet's queries against a
 // Prometheus that answers at once (canned answers over loopback HTTP): the
-// transfer, client_golang's decoding and the building of the device list,
+// transfer, the decoding and the building of the device list,
 // without Prometheus's own time (TestFleetScale measures that).
 func BenchmarkFleetRefresh(b *testing.B) {
 	for _, hosts := range benchSizes {

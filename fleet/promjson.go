@@ -8,7 +8,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Label is one label of a series.
@@ -251,7 +253,7 @@ func (d *decoder) escaped(start int) ([]byte, error) {
 // stringValue reads a string as a string of its own.
 func (d *decoder) stringValue() (string, error) {
 	b, err := d.str()
-	return string(b), err
+	return text(b), err
 }
 
 // intern is b as a string, one string for equal bytes within the answer.
@@ -259,9 +261,34 @@ func (d *decoder) intern(b []byte) string {
 	if s, ok := d.strs[string(b)]; ok {
 		return s
 	}
-	s := string(b)
-	d.strs[s] = s
+	if utf8.Valid(b) {
+		s := string(b)
+		d.strs[s] = s
+		return s
+	}
+	s := text(b)
+	d.strs[string(b)] = s
 	return s
+}
+
+// text is b as a string, each byte that is not UTF-8 replaced by U+FFFD as
+// encoding/json does (Prometheus's label values are UTF-8; this keeps an
+// answer that is not from garbling the screen).
+func text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteString("\uFFFD")
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
 
 // skip reads a value of any kind, without keeping it.

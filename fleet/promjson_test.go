@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,22 @@ func TestQueryVector(t *testing.T) {
 	m := append(got[0].Metric, Label{"extra", "1"})
 	if got[1].Metric[0].Name != "__name__" || len(m) != 7 {
 		t.Errorf("appending to a sample's labels changed the next sample's: %v", got[1].Metric)
+	}
+}
+
+// TestDecodeNotUTF8: bytes that are not UTF-8 in a label value read as
+// encoding/json reads them (U+FFFD each), the same in every series.
+func TestDecodeNotUTF8(t *testing.T) {
+	body := []byte("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[" +
+		"{\"metric\":{\"user\":\"a\xff\xfeb\"},\"value\":[1,\"1\"]},{\"metric\":{\"user\":\"a\xff\xfeb\"},\"value\":[1,\"2\"]}]}}")
+	a, err := decodeAnswer(body, resultVector)
+	if err != nil || len(a.samples) != 2 {
+		t.Fatalf("%d samples, %v", len(a.samples), err)
+	}
+	for _, s := range a.samples {
+		if got := s.Metric.Get("user"); got != "a\uFFFD\uFFFDb" {
+			t.Errorf("user %q, want %q", got, "a\uFFFD\uFFFDb")
+		}
 	}
 }
 
@@ -205,4 +223,91 @@ func TestQueryCanceled(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v, want the deadline's", err)
 	}
+}
+
+// FuzzDecodeAnswer: whatever the body, decoding ends with samples or an
+// error, never a panic; a body encoding/json reads as an answer decodes to
+// the same labels and values.
+func FuzzDecodeAnswer(f *testing.F) {
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"b\"c","d":"\u00e9"},"value":[1,"NaN"]}]}}`))
+	f.Add([]byte(`{"data":{"result":[{"value":[1,"3"],"metric":{"a":"b"}}],"resultType":"vector"},"status":"success"}`))
+	f.Add([]byte(`{"status":"error","errorType":"bad_data","error":"x"}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"b"},"histogram":[1,{"count":"2","buckets":[[0,"0","1","2"]]}]}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"\\\\"},"value":[1,"1e3"]}]},"warnings":["\\"]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, err := decodeAnswer(body, resultVector)
+		if err != nil {
+			return
+		}
+		var want struct {
+			Data struct {
+				ResultType string `json:"resultType"`
+				Result     []struct {
+					Metric map[string]string `json:"metric"`
+					Value  []any             `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(body, &want) != nil || a.resultType != resultVector || want.Data.ResultType != resultVector || len(want.Data.Result) != len(a.samples) {
+			return
+		}
+		for i, s := range a.samples {
+			w := want.Data.Result[i]
+			if len(w.Metric) != len(s.Metric) {
+				return // a label given twice: encoding/json keeps the last
+			}
+			for _, l := range s.Metric {
+				if w.Metric[l.Name] != l.Value {
+					t.Errorf("sample %d: label %q = %q, encoding/json reads %q", i, l.Name, l.Value, w.Metric[l.Name])
+				}
+			}
+		}
+	})
+}
+
+// FuzzLabelValues: label names and values of any content, as
+// encoding/json writes them (escapes included), decode to what
+// encoding/json reads back.
+func FuzzLabelValues(f *testing.F) {
+	f.Add("hostname", "n\u00e9ud\t\"1\"\\", "1.5")
+	f.Add("a", "\x00\xff<>&\u2028", "-Inf")
+	f.Fuzz(func(t *testing.T, name, value, v string) {
+		type series struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		body, err := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector",
+			"result": []series{{map[string]string{name: value, "z": name}, [2]any{1.5, v}}}}})
+		if err != nil {
+			t.Skip()
+		}
+		var back struct {
+			Data struct {
+				Result []series `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &back); err != nil {
+			t.Fatal(err)
+		}
+		a, err := decodeAnswer(body, resultVector)
+		want, perr := strconv.ParseFloat(v, 64)
+		if perr != nil {
+			if err == nil {
+				t.Errorf("value %q decoded as %v, want an error", v, a.samples[0].Value)
+			}
+			return
+		}
+		if err != nil || len(a.samples) != 1 {
+			t.Fatalf("%s: %d samples, %v", body, len(a.samples), err)
+		}
+		s := a.samples[0]
+		for k, wv := range back.Data.Result[0].Metric {
+			if got := s.Metric.Get(k); got != wv {
+				t.Errorf("%s: label %q = %q, want %q", body, k, got, wv)
+			}
+		}
+		if s.Value != want && !(math.IsNaN(s.Value) && math.IsNaN(want)) {
+			t.Errorf("value %q decoded as %v, want %v", v, s.Value, want)
+		}
+	})
 }
