@@ -253,7 +253,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The live view draws a frame per snapshot: one a second, whatever the
 	// sampling interval (fast mode's samples show as peaks).
-	_, s, code := sf.start("vramtop", sampler.Config{PublishInterval: time.Second}, stderr)
+	_, s, code := sf.start("vramtop", sampler.Config{PublishInterval: time.Second, MemoryFirst: true}, stderr)
 	if s == nil {
 		return code
 	}
@@ -301,7 +301,7 @@ func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	// Start-up is over once the first frames are up.
-	release := time.AfterFunc(2*time.Second, lean.ReleaseStartupPages)
+	release := time.AfterFunc(2*time.Second, lean.Settle)
 	defer release.Stop()
 	err := ui.Run(ctx, snaps, opts)
 	cancel()

@@ -73,6 +73,12 @@ type Config struct {
 	// against a few µs a memory sample; the samples between frames still
 	// land in the rings and RecentPeakUsed.
 	PublishInterval time.Duration
+	// MemoryFirst makes Run's first poll (not Tick's or Once's) publish the devices' memory before
+	// their process lists are read, marked ProcessesPending, and the full
+	// snapshot as soon as they are: a screen shows memory without waiting
+	// for the lists and /proc (10-15 ms with 100 processes on the H200 host,
+	// a fifth of the time to the first frame). For a live view.
+	MemoryFirst bool
 	// StallTimeout is how long a call to the source may go unanswered
 	// before Run publishes snapshots marked Stale; default
 	// DefaultStallTimeout.
@@ -228,6 +234,12 @@ type Sampler struct {
 	hasPolled  bool
 	forcePub   bool
 	infoLoaded bool
+	// procsPending is set by a first poll that read memory only
+	// (Config.MemoryFirst); the next poll reads the processes.
+	procsPending bool
+	// memoryFirst is Config.MemoryFirst under Run (Tick and Once always
+	// read everything).
+	memoryFirst bool
 }
 
 // New returns a sampler over src. It does not poll until Run or Tick.
@@ -311,6 +323,7 @@ func (s *Sampler) Close() error {
 // returns and polling resumes. On ctx.Done, Run returns within a second
 // even while a call hangs; the source is closed when that call returns.
 func (s *Sampler) Run(ctx context.Context) error {
+	s.memoryFirst = s.cfg.MemoryFirst
 	work := make(chan time.Time)
 	done := make(chan struct{}, 1)
 	quit := make(chan struct{})
@@ -381,6 +394,13 @@ func (s *Sampler) Run(ctx context.Context) error {
 				s.finish(s.cfg.Now())
 			} else {
 				s.finish(pollAt)
+			}
+			if s.procsPending {
+				// The first poll published memory only: the processes
+				// now, off the tick schedule.
+				busy, pollAt = true, s.cfg.Now()
+				work <- pollAt
+				continue
 			}
 			if newInterval != 0 {
 				setInterval(newInterval)
@@ -539,6 +559,14 @@ func (s *Sampler) poll(now time.Time) {
 			d.last = m
 			d.seen = true
 		}
+	}
+	if !s.hasPolled && s.memoryFirst && !s.procsPending {
+		s.procsPending = true
+		return
+	}
+	if s.procsPending {
+		s.procsPending = false
+		s.forcePub = true
 	}
 	if !s.hasPolled || s.due(now, s.lastProc, s.cfg.ProcessInterval) {
 		s.pollProcesses(now)
@@ -756,6 +784,8 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		Demo:          s.info.Demo,
 		Interval:      s.interval,
 		Seq:           s.seq,
+
+		ProcessesPending: s.procsPending,
 	}
 	if snap.Hostname == "" {
 		snap.Hostname, _ = os.Hostname()
@@ -802,7 +832,9 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			dev.Err = "process list: " + d.err.Error()
 		}
 		dev.Processes = d.processes()
-		dev.Unattributed = unattributed(dev, d.usedAtProcs)
+		if !snap.ProcessesPending {
+			dev.Unattributed = unattributed(dev, d.usedAtProcs)
+		}
 		snap.Devices[i] = dev
 	}
 	s.send(snap)

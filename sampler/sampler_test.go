@@ -31,6 +31,8 @@ type fakeSource struct {
 	// hang, when set, makes ReadMemory wait until it is closed: a driver
 	// call that does not return.
 	hang chan struct{}
+	// procGate, when set, holds ReadProcesses until it is closed.
+	procGate chan struct{}
 }
 
 func newFake(n int) *fakeSource {
@@ -91,6 +93,12 @@ func (f *fakeSource) ReadMemory(now time.Time, out []MemSample) error {
 }
 
 func (f *fakeSource) ReadProcesses(now time.Time, buf []ProcSample, errs []error) ([]ProcSample, error) {
+	f.mu.Lock()
+	gate := f.procGate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.procCalls = append(f.procCalls, now)
@@ -929,5 +937,54 @@ func waitClosedOnce(t *testing.T, f *fakeSource) {
 			t.Fatalf("source closed %d times after the call returned, want once", closes)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+func TestMemoryFirstShowsMemoryBeforeTheProcessLists(t *testing.T) {
+	f := newFake(1)
+	f.setUsed(0, 10*fakeGiB)
+	f.setProcs(fakeProc(0, 42, 4*fakeGiB, time.Unix(1000, 0)))
+	gate := make(chan struct{})
+	f.procGate = gate
+	s := newSampler(t, f, Config{Interval: 10 * time.Second, PublishInterval: time.Second, MemoryFirst: true})
+	sub := s.Subscribe()
+	cancel, done := runInBackground(s)
+	defer func() { cancel(); <-done }()
+	next := func(what string) Snapshot {
+		t.Helper()
+		select {
+		case snap := <-sub:
+			return snap
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s snapshot within 5 s", what)
+		}
+		return Snapshot{}
+	}
+
+	// The process list is held back: the memory is out already.
+	first := next("first")
+	d := first.Devices[0]
+	if !first.ProcessesPending || d.MemoryUsed != 10*fakeGiB || len(d.Processes) != 0 || d.Unattributed != nil {
+		t.Fatalf("first snapshot: pending %v, used %d, %d processes, unattributed %v; want pending, 10 GiB, none, nil",
+			first.ProcessesPending, d.MemoryUsed, len(d.Processes), d.Unattributed)
+	}
+	// Once the list is read, the full snapshot comes at once, not at the
+	// next 10 s tick.
+	close(gate)
+	second := next("full")
+	d = second.Devices[0]
+	if second.ProcessesPending || len(d.Processes) != 1 || d.Unattributed == nil || *d.Unattributed != 6*fakeGiB {
+		t.Fatalf("second snapshot: pending %v, %d processes, unattributed %v; want the process and 6 GiB unattributed",
+			second.ProcessesPending, len(d.Processes), d.Unattributed)
+	}
+}
+
+func TestMemoryFirstLeavesOnceWhole(t *testing.T) {
+	f := newFake(1)
+	f.setProcs(fakeProc(0, 42, fakeGiB/2, time.Unix(1000, 0)))
+	s := newSampler(t, f, Config{MemoryFirst: true})
+	snap := s.Once()
+	if snap.ProcessesPending || len(snap.Devices[0].Processes) != 1 {
+		t.Fatalf("--once with MemoryFirst: pending %v, %d processes; want the whole sample", snap.ProcessesPending, len(snap.Devices[0].Processes))
 	}
 }

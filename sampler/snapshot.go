@@ -38,6 +38,11 @@ type Snapshot struct {
 	StaleSince time.Time `json:"stale_since,omitzero"`
 	// Seq counts published snapshots (1 for the first).
 	Seq uint64 `json:"-"`
+	// ProcessesPending is true in a first snapshot published before the
+	// process lists were read (Config.MemoryFirst): the devices have their
+	// memory, no processes and no Unattributed yet. The next snapshot, at
+	// once, has them.
+	ProcessesPending bool `json:"-"`
 }
 
 // Device is one GPU, or one MIG instance of a GPU. Optional values are nil

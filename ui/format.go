@@ -198,6 +198,18 @@ func downShort(why string) string {
 // cannot list its processes (sampler.Device.NoProcessList).
 const unlistedText = "processes not listed: this host is seen through dcgm-exporter only"
 
+// pendingText stands in the process table for a device whose process list
+// is being read (the first snapshot of the live view).
+const pendingText = "reading the process list…"
+
+// unlistedText is what a rowUnlisted says.
+func (r procRow) unlistedText() string {
+	if r.pending {
+		return pendingText
+	}
+	return unlistedText
+}
+
 // shortName drops the vendor prefix of a GPU name: "NVIDIA H200" → "H200".
 func shortName(n string) string {
 	for _, p := range []string{"NVIDIA ", "Tesla "} {

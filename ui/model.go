@@ -317,13 +317,18 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 		// A replay sought backwards: the rules start over from here.
 		m.observe = m.newMonitor()
 	}
-	alerts := m.observe(s)
-	if m.opts.Bell && m.newCrit(alerts) {
-		cmds = append(cmds, tea.Raw("\a"))
-	}
-	if m.notify != nil {
-		if seq := m.notify.Sequences(m.notify.Observe(s, alerts)); seq != "" {
-			cmds = append(cmds, tea.Raw(seq))
+	var alerts []advisor.Alert
+	if !s.ProcessesPending {
+		// A first snapshot without its processes is shown, not judged: the
+		// rules and notifications wait for the lists, a moment later.
+		alerts = m.observe(s)
+		if m.opts.Bell && m.newCrit(alerts) {
+			cmds = append(cmds, tea.Raw("\a"))
+		}
+		if m.notify != nil {
+			if seq := m.notify.Sequences(m.notify.Observe(s, alerts)); seq != "" {
+				cmds = append(cmds, tea.Raw(seq))
+			}
 		}
 	}
 	m.latest = s

@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -1460,5 +1461,32 @@ func TestSpanKeyMainScreen(t *testing.T) {
 	s := screenText(m)
 	if !strings.Contains(s, "graphs show the last 10m (15m asked") || !strings.Contains(s, "USED, LAST 10M") {
 		t.Errorf("the status and the header should both say 10m:\n%s", s)
+	}
+}
+
+func TestFirstSnapshotBeforeItsProcessListsIsShownNotJudged(t *testing.T) {
+	m, _ := newTestModel(Options{Bell: true})
+	judged := 0
+	alerts := []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "GPU 0 at 95%"}}
+	m.observe = func(sampler.Snapshot) []advisor.Alert { judged++; return alerts }
+	send(m, tea.WindowSizeMsg{Width: 160, Height: 90})
+	pending := fakeSnap(t, 4)
+	pending.ProcessesPending = true
+	pending.Devices = slices.Clone(pending.Devices)
+	for i := range pending.Devices {
+		pending.Devices[i].Processes, pending.Devices[i].Unattributed = nil, nil
+	}
+	cmd := send(m, snapshotMsg(pending))
+	s := screenText(m)
+	if !strings.Contains(s, "H200") || !strings.Contains(s, "reading the process list") {
+		t.Errorf("the first frame should show the GPUs and that their processes are being read:\n%s", s)
+	}
+	if judged != 0 || bells(cmd) || strings.Contains(s, "GPU 0 at 95%") {
+		t.Errorf("a snapshot without its processes went to the rules (%d times) or rang the bell", judged)
+	}
+	cmd = send(m, snapshotMsg(fakeSnap(t, 4)))
+	s = screenText(m)
+	if strings.Contains(s, "reading the process list") || !strings.Contains(s, "python train.py") || judged != 1 || !bells(cmd) {
+		t.Errorf("the full snapshot should replace the placeholder and be judged (judged %d):\n%s", judged, s)
 	}
 }

@@ -45,6 +45,8 @@ type pacer struct {
 	settle   *time.Timer
 	disabled bool
 	idled    int // times the ticker went back to idle, for tests
+	// shownData is set once a frame with data has been asked for.
+	shownData bool
 }
 
 // rendererTicker returns the ticker the running program p draws on, or nil
@@ -60,8 +62,10 @@ func rendererTicker(p *tea.Program) *time.Ticker {
 
 // frame is called from View (on Bubble Tea's event loop, after the program
 // has started its renderer): the frame it returns is drawn within soon, or at
-// minFrame after the previous one.
-func (pc *pacer) frame() {
+// minFrame after the previous one. data says the frame shows data: the first
+// such frame is never held back (the frame before it is the empty one drawn
+// at start, a few milliseconds earlier).
+func (pc *pacer) frame(data bool) {
 	if pc == nil || pc.prog == nil {
 		return
 	}
@@ -80,13 +84,12 @@ func (pc *pacer) frame() {
 			return
 		}
 	}
+	first := data && !pc.shownData
+	pc.shownData = pc.shownData || data
 	now := time.Now()
-	if now.Before(pc.next) {
+	wait, ok := pc.wait(now, first)
+	if !ok {
 		return // a tick is already on its way
-	}
-	wait := soon
-	if earliest := pc.next.Add(minFrame); now.Add(wait).Before(earliest) {
-		wait = earliest.Sub(now)
 	}
 	pc.next = now.Add(wait)
 	pc.ticker.Reset(wait)
@@ -96,6 +99,22 @@ func (pc *pacer) frame() {
 	} else {
 		pc.settle.Reset(wait + soon)
 	}
+}
+
+// wait is how long from now the next frame's tick is set, and ok false
+// where a tick set earlier will draw it.
+func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
+	if first {
+		return soon, true
+	}
+	if now.Before(pc.next) {
+		return 0, false
+	}
+	wait = soon
+	if earliest := pc.next.Add(minFrame); now.Add(wait).Before(earliest) {
+		wait = earliest.Sub(now)
+	}
+	return wait, true
 }
 
 // idle sets the ticker back to its slow safety-net rate.
@@ -135,6 +154,6 @@ func (p paced) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (p paced) View() tea.View {
 	v := p.Model.View()
-	p.pc.frame()
+	p.pc.frame(p.Model.have)
 	return v
 }

@@ -45,7 +45,7 @@ func (m *pacedProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 func (m *pacedProbe) View() tea.View {
-	m.pc.frame()
+	m.pc.frame(false)
 	v := tea.NewView(m.text)
 	v.AltScreen = true
 	return v
@@ -98,5 +98,22 @@ func TestPacerDrawsOnDemand(t *testing.T) {
 			t.Fatalf("a changed frame waited for the idle tick (%v)", pc.idleEvery)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// Frames come at most every minFrame, but the first one with data is not
+// held back behind the empty frame drawn at start.
+func TestPacerFirstDataFrameIsNotHeldBack(t *testing.T) {
+	t0 := time.Now()
+	pc := &pacer{next: t0} // a frame was drawn at t0
+	at := t0.Add(5 * time.Millisecond)
+	if w, ok := pc.wait(at, false); !ok || w < minFrame-6*time.Millisecond {
+		t.Fatalf("a frame 5 ms after the last waits %v (ok %v), want until minFrame after it", w, ok)
+	}
+	if w, ok := pc.wait(at, true); !ok || w != soon {
+		t.Fatalf("the first frame with data waits %v (ok %v), want %v", w, ok, soon)
+	}
+	if _, ok := pc.wait(t0.Add(-time.Millisecond), false); ok {
+		t.Fatal("a frame asked for before the tick already set should ride on it")
 	}
 }

@@ -35,6 +35,9 @@ type procRow struct {
 	mine     bool
 	age      time.Duration
 	hasAge   bool
+	// pending marks a rowUnlisted that stands for a process list being
+	// read (sampler.Snapshot.ProcessesPending), not one that cannot be.
+	pending bool
 
 	// Group-by-user rows.
 	user   string
@@ -95,6 +98,10 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
 			continue
 		}
+		if snap.ProcessesPending && !d.MIGEnabled {
+			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label, pending: true})
+			continue
+		}
 		for _, pr := range d.Processes {
 			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: user != "" && pr.User == user}
 			if pr.UsedBytes != nil && !pr.Exited {
@@ -122,7 +129,7 @@ func (r procRow) matches(f string) bool {
 	case rowUnattr:
 		return strings.Contains("unattributed", f)
 	case rowUnlisted:
-		return strings.Contains(unlistedText, f)
+		return strings.Contains(r.unlistedText(), f)
 	}
 	pr := r.proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||

@@ -271,7 +271,7 @@ var procColumns = columnTable{
 	{title: "COMMAND", sort: noSort, cell: func(r procRow, _ bool) string {
 		switch r.kind {
 		case rowUnlisted:
-			return unlistedText
+			return r.unlistedText()
 		case rowUnattr:
 			return "unattributed: other containers/namespaces, driver, leaked contexts"
 		}

@@ -1,12 +1,14 @@
-// Package lean keeps a long-running vramtop small: it gives back to the
-// kernel the pages of the executable that only start-up touched.
+// Package lean keeps a long-running vramtop small: one processor and a
+// tighter heap goal once start-up is over, and the pages of the executable
+// that only start-up touched given back.
 //
 // Go runs every linked package's initialisation at start, among them the
 // Prometheus client's and protobuf's, which the live view never uses again;
 // with the kernel mapping each file fault's neighbourhood, that leaves most
-// of the executable resident (13.3 MB of a 19 MB binary, on the demo). Paging the
-// executable's mappings out once start-up is over leaves only what the
-// steady state touches again.
+// of the executable resident (13.3 MB of a 19 MB binary, on the demo).
+// Dropping the executable's pages from the process once start-up is over
+// leaves only what the steady state touches again (8.7-9.0 MB on the H200
+// host with 100 processes; the memory table of bench/gpu/watch.py).
 package lean
 
 import (
@@ -15,10 +17,10 @@ import (
 	"runtime/debug"
 )
 
-// ReleaseStartupPages advises the kernel to page out the executable's
-// mapped text and read-only data; the pages the program still uses fault
-// back in on their next use. It does nothing where the kernel has no such
-// advice (before Linux 5.4, other systems).
+// ReleaseStartupPages drops the executable's mapped text and read-only data
+// from the process: the pages stay in the page cache, and those the program
+// still uses fault back in on their next use. It does nothing on systems
+// other than Linux.
 func ReleaseStartupPages() {
 	exe, err := os.Executable()
 	if err != nil {
@@ -28,16 +30,24 @@ func ReleaseStartupPages() {
 }
 
 // Watcher sets the Go runtime up for a program that samples and draws a few
-// times a second for weeks: one processor (the sampler and the view need no
-// more, and every extra one the scheduler wakes costs a monitor more than its
-// own work) and a heap goal of half the live heap over it rather than all of
-// it (a few MB, for a collection every few seconds), unless GOMAXPROCS and
-// GOGC say otherwise.
+// times a second for weeks: a heap goal of half the live heap over it rather
+// than all of it (a few MB, for a collection every few seconds), unless
+// GOGC says otherwise. Start-up keeps every processor: the first sample and
+// the terminal's set-up run side by side (GOMAXPROCS=1 from the start put the
+// first frame on the H200 host 8 ms later, with 100 processes).
 func Watcher() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
+}
+
+// Settle is for when start-up is over: one processor from then on (the
+// sampler and the view need no more, and every extra one the scheduler
+// wakes costs a monitor more than its own work) unless GOMAXPROCS says
+// otherwise, and the executable's start-up pages released.
+func Settle() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	ReleaseStartupPages()
 }
