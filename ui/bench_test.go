@@ -1,10 +1,12 @@
 package ui
 
 import (
+	"io"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	uv "github.com/charmbracelet/ultraviolet"
 
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -76,4 +78,57 @@ func itoa(n int) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// BenchmarkFrame1GPU is one second of the live view at 200x60 over one GPU
+// with its few processes: a snapshot taken in and its frame built ("view"),
+// and then also drawn by Bubble Tea's renderer, ultraviolet, into its cell
+// buffer, compared with the last frame and the difference written ("frame",
+// the whole cost of a frame on the terminal's side).
+func BenchmarkFrame1GPU(b *testing.B) {
+	for _, draw := range []bool{false, true} {
+		name := "view"
+		if draw {
+			name = "frame"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := sampler.New(&fakeSource{start: fixedStart, ngpu: 1}, sampler.Config{Interval: time.Second, History: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t := fixedStart
+			var snap sampler.Snapshot
+			for ; t.Before(fixedStart.Add(10 * time.Minute)); t = t.Add(time.Second) {
+				if sn, ok := s.Tick(t); ok {
+					snap = sn
+				}
+			}
+			m, _ := newTestModel(Options{Now: func() time.Time { return t }})
+			m.setStyles(NewStyles(true, false))
+			send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(snap))
+			scr := uv.NewTerminalRenderer(io.Discard, []string{"TERM=xterm-256color"})
+			scr.SetFullscreen(true)
+			scr.Resize(200, 60)
+			buf := uv.NewScreenBuffer(200, 60)
+			frame := func() {
+				content := m.View().Content
+				if !draw {
+					return
+				}
+				buf.Clear()
+				uv.NewStyledString(content).Draw(buf, buf.Bounds())
+				scr.Render(buf.RenderBuffer)
+				scr.Flush()
+			}
+			frame()
+			b.ReportAllocs()
+			for b.Loop() {
+				t = t.Add(time.Second)
+				if sn, ok := s.Tick(t); ok {
+					m.Update(snapshotMsg(sn))
+				}
+				frame()
+			}
+		})
+	}
 }

@@ -295,9 +295,9 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	for i := range lines {
 		lines[i] = fit(lines[i], leftW)
 	}
-	left := strings.Join(lines[:g.panelH], "\n")
+	lines = lines[:g.panelH]
 	if rightW < 10 {
-		return left
+		return strings.Join(lines, "\n")
 	}
 	right := g.sparkline(d, rightW, g.panelH)
 	switch {
@@ -310,7 +310,42 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	case right == "":
 		right = g.st.Dim.Render(fit("collecting history…", rightW))
 	}
-	return lipgloss.JoinHorizontal(lipgloss.Top, left, "  ", right)
+	return besides(lines, leftW, "  ", right)
+}
+
+// besides puts block to the right of left, whose lines are all leftW cells
+// wide, with sep between: lipgloss.JoinHorizontal without measuring every
+// line again (a tenth of a frame's cost at 200x60).
+func besides(left []string, leftW int, sep, block string) string {
+	var b strings.Builder
+	b.Grow(len(block) + len(left)*(leftW+len(sep)+1))
+	pad := strings.Repeat(" ", leftW)
+	for i := 0; ; i++ {
+		line, rest, more := strings.Cut(block, "\n")
+		if i >= len(left) && block == "" {
+			break
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if i < len(left) {
+			b.WriteString(left[i])
+		} else {
+			b.WriteString(pad)
+		}
+		b.WriteString(sep)
+		b.WriteString(line)
+		block = rest
+		if !more {
+			block = ""
+			for i++; i < len(left); i++ {
+				b.WriteByte('\n')
+				b.WriteString(left[i])
+			}
+			break
+		}
+	}
+	return b.String()
 }
 
 // sparkline is the plot of the device's used memory beside its panel,
