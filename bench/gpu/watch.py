@@ -39,24 +39,51 @@ def cpu_rss(pid):
     return ticks / os.sysconf("SC_CLK_TCK"), rss / 1024
 
 
-def memory_map(pid, top=6):
-    """Anonymous and file-backed RSS, and the largest mappings, in KiB."""
-    out = {}
+def memory_map(pid):
+    """Resident KiB by what holds it, from /proc/PID/smaps: the executable,
+    its zero-initialised data past the file (bss), the Go heap, the C heap
+    (brk and malloc's per-thread arenas), thread stacks, the other anonymous
+    mappings (a driver's, the Go runtime's own), and the libraries."""
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    cats, cur = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            p = line.split()
+            if "-" in p[0] and ":" not in p[0] and len(p) >= 5:
+                lo, hi = (int(x, 16) for x in p[0].split("-"))
+                path = p[5] if len(p) > 5 else ""
+                if path == exe:
+                    cur = "executable"
+                elif ".so" in path:
+                    b = os.path.basename(path)
+                    cur = ("libcuda" if "libcuda" in b else "libnvidia-ml" if "nvidia-ml" in b
+                           else "libc" if b.startswith("libc.so") else "other libraries")
+                elif path == "[heap]":
+                    cur = "C heap"
+                elif path:
+                    cur = "other files" if not path.startswith("[") else "other anonymous"
+                elif lo < 0x100000000:
+                    cur = "bss"  # right after a non-PIE executable
+                elif lo < 0x7e0000000000:
+                    cur = "Go heap"  # Go's arenas, below the mmap area
+                elif lo % (64 << 20) == 0 and p[1].startswith("rw"):
+                    cur = "C heap"  # a malloc arena of another thread
+                elif hi - lo in (8 << 20, (8 << 20) + 4096) and p[1].startswith("rw"):
+                    cur = "thread stacks"
+                else:
+                    cur = "other anonymous"
+            elif p[0] == "Rss:" and cur:
+                cats[cur] = cats.get(cur, 0) + int(p[1])
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
             k, _, v = line.partition(":")
-            if k in ("Rss", "Anonymous", "Pss_File", "Pss_Anon"):
-                out[k] = int(v.split()[0])
-    maps, name = {}, None
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            parts = line.split()
-            if "-" in parts[0] and len(parts) >= 5 and ":" not in parts[0]:
-                name = parts[5] if len(parts) > 5 else "[anon]"
-            elif parts[0] == "Rss:":
-                maps[name] = maps.get(name, 0) + int(parts[1])
-    out["largest"] = sorted(maps.items(), key=lambda kv: -kv[1])[:top]
-    return out
+            if k in ("Rss", "Anonymous"):
+                cats[k] = int(v.split()[0])
+    return cats
+
+
+MEM_COLUMNS = ("Rss", "Anonymous", "executable", "bss", "Go heap", "C heap", "thread stacks",
+               "other anonymous", "libcuda", "libnvidia-ml", "libc", "other libraries")
 
 
 def measure(tools, seconds, settle=5.0, prof=None):
@@ -84,14 +111,39 @@ def measure(tools, seconds, settle=5.0, prof=None):
     return out
 
 
-def first_frame(argv, needle, runs=5):
-    times = []
+class NeedleRun(PtyRun):
+    """A PtyRun that notes when each of several strings first appears."""
+
+    def __init__(self, argv, needles, **kw):
+        self.needles, self.seen = [n.encode() for n in needles], {}
+        super().__init__(argv, **kw)
+
+    def _drain(self):
+        buf = b""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            buf = (buf + data)[-(1 << 20):]
+            for n in self.needles:
+                if n not in self.seen and n in buf:
+                    self.seen[n] = time.time()
+
+
+def first_frame(argv, needles, runs=5):
+    """ms from exec to the first output holding each needle, per run."""
+    times = {n: [] for n in needles}
     for _ in range(runs):
-        r = PtyRun(argv, cols=COLS, rows=ROWS, watch_for=needle.encode())
+        r = NeedleRun(argv, needles, cols=COLS, rows=ROWS)
         deadline = time.time() + 10
-        while r.first_seen is None and time.time() < deadline:
+        while len(r.seen) < len(needles) and time.time() < deadline:
             time.sleep(0.001)
-        times.append((r.first_seen - r.t0) * 1000 if r.first_seen else float("nan"))
+        for n in needles:
+            t = r.seen.get(n.encode())
+            times[n].append((t - r.t0) * 1000 if t else float("nan"))
         r.stop()
     return times
 
@@ -178,7 +230,7 @@ def main():
     res = {"seconds": seconds, "tenants": ntenants}
     res["idle"] = measure(tools, seconds)
     starters = {"vramtop": [binary], "nvtop": [nvtop] if nvtop else None, "nvidia-smi": ["nvidia-smi"]}
-    res["startup_idle"] = {n: first_frame(argv, needle) for n, argv in starters.items() if argv}
+    res["startup_idle"] = {n: first_frame(argv, [needle]) for n, argv in starters.items() if argv}
     tenants = start_tenants(ntenants, work)
     try:
         time.sleep(3)
@@ -187,7 +239,10 @@ def main():
         # so a page one of them released stays resident for the others.
         alone = [t for t in tools if t[0] in ("vramtop 1 Hz", "nvtop")]
         res["alone"] = measure(alone, 20)
-        res["startup_loaded"] = {n: first_frame(argv, needle) for n, argv in starters.items() if argv}
+        # The frame naming the GPU, and the first one with a tenant's user
+        # in the process table (nvidia-smi names no users).
+        res["startup_loaded"] = {n: first_frame(argv, [needle] + ([USERS[0]] if n != "nvidia-smi" else []))
+                                 for n, argv in starters.items() if argv}
         res["key_ms"] = key_latency([binary])
     finally:
         stop(tenants)
@@ -212,21 +267,21 @@ def print_table(r):
     if ref:
         f = r["loaded"]["vramtop 50 ms"]["cpu_share"] / r["loaded"][ref]["cpu_share"]
         print(f"vramtop 50 ms with {r['tenants']} processes / nvtop at 1 Hz: {f:.2f}")
-    print("\nExec to the first frame with data, ms (median of 5)")
+    print("\nExec to the first frame with data, ms (median of 5): the GPU's name, and a tenant's user in the process table")
     for phase in ("startup_idle", "startup_loaded"):
-        for name, ts in r[phase].items():
-            print(f"  {phase[8:]:<7} {name:<11} {statistics.median(ts):>6.1f}   runs {['%.0f' % t for t in ts]}")
+        for name, by in r[phase].items():
+            for needle, ts in by.items():
+                print(f"  {phase[8:]:<7} {name:<11} {needle:<6} {statistics.median(ts):>6.1f}   runs {['%.0f' % t for t in ts]}")
     if "alone" in r:
         a = r["alone"]
         line = ", ".join(f"{n} {v['rss_mib'] * 1.048576:.1f} MB" for n, v in a.items())
         ratio = a["vramtop 1 Hz"]["rss_mib"] / a["nvtop"]["rss_mib"] if "nvtop" in a else float("nan")
         print(f"\nRSS with {r['tenants']} processes, one vramtop beside nvtop: {line} (x nvtop {ratio:.2f})")
-    print("\nWhere the memory is (KiB, with the processes; one vramtop beside nvtop)")
-    for name, row in r.get("alone", r["loaded"]).items():
-        mm = row.get("memory_map")
-        if mm:
-            big = ", ".join(f"{os.path.basename(k)} {v}" for k, v in mm["largest"])
-            print(f"  {name:<14} Rss {mm.get('Rss')} anon {mm.get('Anonymous')} file {mm.get('Pss_File')}: {big}")
+    print("\nWhere the memory is (resident KiB, with the processes; one vramtop beside nvtop)")
+    rows = [(name, row["memory_map"]) for name, row in r.get("alone", r["loaded"]).items() if row.get("memory_map")]
+    print(f"  {'':<14}" + "".join(f"{c[:11]:>12}" for c in MEM_COLUMNS))
+    for name, mm in rows:
+        print(f"  {name:<14}" + "".join(f"{mm.get(c, 0):>12}" for c in MEM_COLUMNS))
     ks = r["key_ms"]
     print(f"\nKey press to the frame it changes, vramtop: median {statistics.median(ks):.1f} ms, "
           f"max {max(ks):.1f} ms   ({['%.0f' % k for k in ks]})")
