@@ -3,10 +3,13 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,14 +191,7 @@ func TestFleetHangingPrometheus(t *testing.T) {
 func TestFleetAnswerTooLarge(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[`)
-		chunk := []byte(strings.Repeat(" ", 1<<20))
-		for range 80 {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-		io.WriteString(w, `]}}`)
+		hugeAnswer(w, "vector", 80)
 	}))
 	defer srv.Close()
 	c, err := NewClient(srv.URL, nil)
@@ -290,5 +286,137 @@ func TestFleetOneGPUGone(t *testing.T) {
 	}
 	if a1, _ := snap.Device("hostA:1"); a1.Err != "" {
 		t.Errorf("hostA:1: error %q", a1.Err)
+	}
+}
+
+// TestFleetHistoryTooLargeAsksFewerPoints: a history answer over
+// MaxAnswerBytes (a fleet of thousands of GPUs over an hour) is asked
+// again with fewer points a device, and read back.
+func TestFleetHistoryTooLargeAsksFewerPoints(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	// 360 points an hour: a step of 10 s.
+	start := fp.usedHistory(10, "hostA", 1*gib, 25*gib)
+	// 720 points a device (a step of 5 s): more than 64 MiB.
+	url, steps := rangeSteps(t, fp, "5")
+	src, s, clk := newFleet(t, url, time.Hour)
+	snap := s.Once()
+	if len(snap.Warnings) == 0 || !strings.Contains(snap.Warnings[0], "answer larger than 64 MiB (retrying)") {
+		t.Fatalf("warnings %q, want the history's, retrying", snap.Warnings)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(snap.Warnings) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("warnings %q 10 s on (range queries with steps %v)", snap.Warnings, steps())
+		}
+		time.Sleep(50 * time.Millisecond)
+		snap, _ = next(src, s, clk)
+	}
+	// Read back with fewer points: the devices were listed meanwhile, so
+	// the sampler has not taken it.
+	if ts, vs := src.Backfill("hostA:0"); len(vs) != 2 || vs[1] != 25*gib || !ts[1].Equal(time.Unix(start+10, 0)) {
+		t.Errorf("hostA:0 history %v %v, want the 2 points of the 10 s step", ts, vs)
+	}
+	if got := steps(); !slices.Contains(got, "10") {
+		t.Errorf("range queries with steps %v, want 5 s, then 10 s", got)
+	}
+}
+
+// usedHistory answers the history's range query at a step of step seconds
+// with GPU 0 of host at values, one a step from start (returned).
+func (f *fakeProm) usedHistory(step int, host string, values ...float64) (start int64) {
+	start = time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC).Unix()
+	r := fakeRange{labels: lbl("", "hostname", host, "gpu", "0")}
+	for i, v := range values {
+		r.points = append(r.points, [2]float64{float64(start + int64(i*step)), v})
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ranges[fmt.Sprintf("max_over_time(vramtop_gpu_memory_used_bytes[%ds])", step)] = []fakeRange{r}
+	return start
+}
+
+// rangeSteps serves fp, recording the step of each range query; one with
+// step tooLarge is answered with more than MaxAnswerBytes.
+func rangeSteps(t *testing.T, fp http.Handler, tooLarge string) (url string, steps func() []string) {
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.URL.Path == "/api/v1/query_range" {
+			mu.Lock()
+			got = append(got, r.Form.Get("step"))
+			mu.Unlock()
+			if r.Form.Get("step") == tooLarge {
+				hugeAnswer(w, "matrix", 70)
+				return
+			}
+		}
+		fp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// hugeAnswer writes an answer of resultType with mib MiB of white space
+// in its result.
+func hugeAnswer(w io.Writer, resultType string, mib int) {
+	io.WriteString(w, `{"status":"success","data":{"resultType":"`+resultType+`","result":[`)
+	chunk := []byte(strings.Repeat(" ", 1<<20))
+	for range mib {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+	io.WriteString(w, `]}}`)
+}
+
+// TestHistoryPoints: the history's points a device fit in an answer for
+// the devices listed (48 bytes a point), and never drop below 12.
+func TestHistoryPoints(t *testing.T) {
+	for _, tc := range []struct{ points, devices, want int }{
+		{720, 16000, 87}, // 64 MiB / 48 B / 16,000
+		{720, 8000, 174},
+		{720, 4, 720},
+		{720, 0, 720}, // none listed (the first round failed)
+		{360, 8000, 174},
+		{720, 1 << 20, 12},
+	} {
+		if got := historyPoints(tc.points, tc.devices); got != tc.want {
+			t.Errorf("historyPoints(%d, %d) = %d, want %d", tc.points, tc.devices, got, tc.want)
+		}
+	}
+}
+
+// TestFleetHistoryFitsTheFleet: the history is asked once the first round
+// has listed the devices, with as many points a device as fit in an
+// answer for them: 2,500 GPUs over an hour get 559 (a 6 s step, not 5 s),
+// and their sparklines start with it.
+func TestFleetHistoryFitsTheFleet(t *testing.T) {
+	fp := newFakeProm()
+	var totals, values []fakeSeries
+	for h := range 2500 {
+		l := []string{"hostname", fmt.Sprintf("h%04d", h), "gpu", "0"}
+		totals = append(totals, fakeSeries{lbl("vramtop_gpu_memory_total_bytes", l...), 80 * gib})
+		values = append(values, fakeSeries{lbl("vramtop_gpu_memory_used_bytes", l...), 20 * gib})
+	}
+	fp.set(QueryDevices, totals...)
+	fp.set(QueryValues, append(totals, values...)...)
+	fp.usedHistory(6, "h0042", 1*gib, 25*gib)
+	url, steps := rangeSteps(t, fp, "5")
+	_, s, _ := newFleet(t, url, time.Hour)
+	snap := s.Once()
+	if len(snap.Devices) != 2500 || len(snap.Warnings) != 0 {
+		t.Fatalf("%d devices, warnings %q; want 2500 and none", len(snap.Devices), snap.Warnings)
+	}
+	if d, _ := snap.Device("h0042:0"); d.PeakUsed != 25*gib || d.History.Len() != 3 {
+		t.Errorf("h0042:0 peak %d, %d samples; want the 25 GiB of its history, 2 samples and this one", d.PeakUsed, d.History.Len())
+	}
+	if got := steps(); len(got) != 2 || got[0] != "6" || got[1] != "6" {
+		t.Errorf("range queries with steps %v, want both at 6 s", got)
 	}
 }

@@ -149,7 +149,7 @@ func TestFleetScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	// The first round: the instant queries and the history alongside.
+	// The first round: the instant queries, then the history.
 	src.WaitFirst(ctx)
 	t.Logf("first round with the history read back (1 h, %d points a device at most): %v, %.1f MiB", fleet.MaxBackfillPoints,
 		time.Since(s0).Round(time.Millisecond), float64(ct.n.Load())/(1<<20))

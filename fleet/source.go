@@ -121,7 +121,10 @@ type Source struct {
 	histRunning bool
 	histErr     error
 	histTries   int
-	backfill    map[string]history
+	// histPoints is how many points a device the history asks for:
+	// MaxBackfillPoints, fewer after an answer over MaxAnswerBytes.
+	histPoints int
+	backfill   map[string]history
 
 	// The sampler goroutine's: the devices as of the last Info.
 	info    sampler.SourceInfo
@@ -166,9 +169,11 @@ type history struct {
 }
 
 // Open returns a source over the Prometheus at cfg.URL and starts asking
-// it. When cfg.History is set it reads the history back too, alongside the
-// first rounds of queries; a failure there is a warning, retried each
-// round until it succeeds.
+// it. When cfg.History is set it reads the history back too, once the
+// first round has listed the devices (at most MaxBackfillPoints a device,
+// fewer where more would not fit in MaxAnswerBytes); a failure there is a
+// warning, retried each round until it succeeds (an answer over the limit
+// with half as many points).
 func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 5 * time.Second
@@ -187,8 +192,8 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	s := &Source{
 		cfg: cfg, client: client, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan chan struct{}),
-		histDone: cfg.History <= 0,
-		seen:     map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]Labels{},
+		histDone: cfg.History <= 0, histPoints: MaxBackfillPoints,
+		seen: map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]Labels{},
 	}
 	go s.poll()
 	return s, nil
@@ -203,7 +208,7 @@ func (s *Source) Close() error {
 
 // WaitFirst waits until the first round of queries has ended (answered,
 // failed or timed out: within Config.Timeout, and the first try at the
-// history within three times that) or ctx ends.
+// history, asked after it, within three times that) or ctx ends.
 func (s *Source) WaitFirst(ctx context.Context) {
 	select {
 	case <-s.first:
@@ -218,28 +223,6 @@ func (s *Source) poll() {
 	histc := make(chan struct{}, 1)
 	var kicked []chan struct{}
 	for round := 0; ; round++ {
-		s.mu.Lock()
-		needHist := !s.histDone && !histRunning
-		if needHist {
-			s.histRunning = true
-		}
-		s.mu.Unlock()
-		if needHist {
-			histRunning = true
-			go func() {
-				err := s.readHistory()
-				s.mu.Lock()
-				s.histTries++
-				s.histRunning = false
-				s.histErr = err
-				// An answer over the limit will not shrink: no retry.
-				if err == nil || errors.Is(err, ErrAnswerTooLarge) {
-					s.histDone = true
-				}
-				s.mu.Unlock()
-				histc <- struct{}{}
-			}()
-		}
 		st, err := s.refresh()
 		s.mu.Lock()
 		if err == nil {
@@ -249,7 +232,42 @@ func (s *Source) poll() {
 			}
 		}
 		s.err = err
+		// The history is asked once the devices are known, for as many
+		// points as fit in an answer for them; under the same lock as
+		// the first fleet, so Info holds the devices back for it.
+		needHist := !s.histDone && !histRunning
+		var points int
+		if needHist {
+			s.histRunning = true
+			points = s.histPoints
+			if s.state != nil {
+				points = historyPoints(points, len(s.state.devs))
+			}
+		}
 		s.mu.Unlock()
+		if needHist {
+			histRunning = true
+			end := s.cfg.Now() // the clock is read on this goroutine
+			go func() {
+				err := s.readHistory(points, end)
+				s.mu.Lock()
+				s.histTries++
+				s.histRunning = false
+				s.histErr = err
+				switch {
+				case err == nil:
+					s.histDone = true
+				case errors.Is(err, ErrAnswerTooLarge) && points > minBackfillPoints:
+					// The same answer will not shrink: the next try
+					// asks for half as many points.
+					s.histPoints = max(points/2, minBackfillPoints)
+				case errors.Is(err, ErrAnswerTooLarge):
+					s.histDone = true
+				}
+				s.mu.Unlock()
+				histc <- struct{}{}
+			}()
+		}
 		if round == 0 {
 			if histRunning {
 				// The first round includes the first try at the
@@ -940,12 +958,30 @@ func bytesOf(v float64) uint64 {
 	return uint64(math.Round(v))
 }
 
-// readHistory reads the used memory of the last cfg.History back, each
-// point the maximum of its step.
-func (s *Source) readHistory() error {
-	end := s.cfg.Now()
+// minBackfillPoints is the fewest points a device the history is read
+// back with.
+const minBackfillPoints = 12
+
+// historyPointBytes bounds what one point of a range query's answer takes
+// (`[1764417600,"85899345920"],` is 28 bytes), its series' labels shared
+// among its points included.
+const historyPointBytes = 48
+
+// historyPoints is how many points a device the history asks for: at
+// most points, as many as fit in MaxAnswerBytes for devices, at least
+// minBackfillPoints.
+func historyPoints(points, devices int) int {
+	if devices > 0 {
+		points = min(points, MaxAnswerBytes/historyPointBytes/devices)
+	}
+	return max(points, minBackfillPoints)
+}
+
+// readHistory reads the used memory of the cfg.History up to end back, at
+// most points a device, each point the maximum of its step.
+func (s *Source) readHistory(points int, end time.Time) error {
 	start := end.Add(-s.cfg.History)
-	step := max(s.cfg.Interval, s.cfg.History/MaxBackfillPoints)
+	step := max(s.cfg.Interval, s.cfg.History/time.Duration(points))
 	step = step.Round(time.Second)
 	if step < time.Second {
 		step = time.Second
