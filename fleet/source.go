@@ -727,6 +727,10 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 			extras = append(extras, smp)
 			continue
 		}
+		if name == exporter.MemoryTotal && math.IsNaN(smp.Value) {
+			// Not known: the parts add up to it.
+			continue
+		}
 		b := get(smp.Metric)
 		v := bytesOf(smp.Value)
 		switch name {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -502,5 +503,23 @@ func TestFleetUnexportedProcesses(t *testing.T) {
 	}
 	if h100.Unattributed == nil || *h100.Unattributed != 10*gib {
 		t.Errorf("hostA:0 unattributed %v, want 10 GiB again", h100.Unattributed)
+	}
+}
+
+// TestFleetTotalNaN: a total Prometheus answers as NaN is not known: the
+// parts add up to it, as for dcgm-exporter's counters.
+func TestFleetTotalNaN(t *testing.T) {
+	fp, src, s, clk := fakeFleet(t)
+	s.Once()
+	fp.mu.Lock()
+	for i, x := range fp.series[QueryValues] {
+		if x.labels["__name__"] == "vramtop_gpu_memory_total_bytes" && x.labels["gpu"] == "0" {
+			fp.series[QueryValues][i].value = math.NaN()
+		}
+	}
+	fp.mu.Unlock()
+	snap, _ := next(src, s, clk)
+	if d, _ := snap.Device("hostA:0"); d.MemoryTotal != 80*gib {
+		t.Errorf("hostA:0 total %d, want used + free + reserved = 80 GiB", d.MemoryTotal)
 	}
 }
