@@ -17,8 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -113,9 +111,12 @@ type Alerter interface {
 type LatestFunc func() (sampler.Snapshot, bool)
 
 // Collector turns the latest Snapshot into metrics: Page is the text page
-// /metrics serves; Collect sends the same metrics to a prometheus.Registry.
-// It is unchecked (Describe sends nothing) because, like dcgm-exporter, MIG
-// instances carry labels that whole GPUs do not.
+// /metrics serves, written here once per snapshot. The tests hand the same
+// metrics to client_golang's registry (collect_test.go), which checks them
+// and encodes them for comparison with Page; the program does not link it
+// (its package initialisation alone, a Go and a process collector in a
+// default registry and protobuf's descriptors, cost every command, the live
+// view too).
 type Collector struct {
 	latest LatestFunc
 	opts   Options
@@ -204,29 +205,6 @@ func (c *Collector) staleAfter(snap sampler.Snapshot) time.Duration {
 	}
 	d := 3 * max(snap.Interval, sampler.MinPublishInterval)
 	return max(d, 5*time.Second)
-}
-
-// Describe sends nothing: the collector is unchecked.
-func (c *Collector) Describe(chan<- *prometheus.Desc) {}
-
-// Collect sends the metrics of the latest snapshot, the ones Page writes.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	snap, ok := c.latest()
-	fams := c.clockFamilies(snap, ok)
-	if ok {
-		fams = append(fams, c.snapshotFamilies(snap)...)
-	}
-	for _, f := range fams {
-		for _, s := range f.samples {
-			names := make([]string, len(s.labels))
-			values := make([]string, len(s.labels))
-			for i, l := range s.labels {
-				names[i], values[i] = l.name, l.value
-			}
-			desc := prometheus.NewDesc(f.name, f.help, names, nil)
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, values...)
-		}
-	}
 }
 
 // Page appends the text exposition of the latest snapshot to buf. The

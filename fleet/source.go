@@ -23,8 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/vramtop/vramtop/exporter"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -583,7 +581,7 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 		s.lookedUp[in] = true
 	}
 	sel := "instance=~" + strconv.Quote(strings.Join(quoted, "|"))
-	win := "[" + model.Duration(DownLookback).String() + "]"
+	win := "[" + strconv.FormatInt(int64(DownLookback/time.Second), 10) + "s]"
 	values := `last_over_time({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL",` + sel + `}` + win + `)`
 	// timestamp() of a selector is its sample's time; the subquery's step
 	// is 1 s (Prometheus 2.42 found nothing at a 5 s step when the last

@@ -1,0 +1,32 @@
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The Collector as a prometheus.Collector, for the tests: client_golang's
+// registry checks the metrics and encodes them as its own exposition, the
+// reference Page is compared with. It is unchecked (Describe sends nothing)
+// because, like dcgm-exporter, MIG instances carry labels that whole GPUs
+// do not.
+
+// Describe sends nothing: the collector is unchecked.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the metrics of the latest snapshot, the ones Page writes.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	snap, ok := c.latest()
+	fams := c.clockFamilies(snap, ok)
+	if ok {
+		fams = append(fams, c.snapshotFamilies(snap)...)
+	}
+	for _, f := range fams {
+		for _, s := range f.samples {
+			names := make([]string, len(s.labels))
+			values := make([]string, len(s.labels))
+			for i, l := range s.labels {
+				names[i], values[i] = l.name, l.value
+			}
+			desc := prometheus.NewDesc(f.name, f.help, names, nil)
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, values...)
+		}
+	}
+}
