@@ -8,7 +8,13 @@ import (
 	"strings"
 )
 
-// releaseMappings drops the pages of the file exe's read-only mappings.
+// releaseMappings drops the pages of the file exe's read-only mappings
+// from the process, then asks the kernel to forget those of its cached
+// pages that no process maps any more. What the program uses again is read
+// back a little at a time; left in the page cache, it would come back in
+// the page cache's own units, up to a 2 MB folio for a freshly written
+// file (on the H200 host, 3.6 MB of the executable stayed resident with
+// the pages evicted, 8.5 MB with them cached).
 func releaseMappings(exe string) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
@@ -18,6 +24,9 @@ func releaseMappings(exe string) {
 	f.Close()
 	for _, s := range spans {
 		dropPages(s.start, s.end-s.start)
+	}
+	if len(spans) > 0 {
+		forgetCached(exe)
 	}
 }
 
