@@ -6,8 +6,8 @@ Every tool runs at the same time in its own 200x60 pseudo-terminal, first on
 an idle card, then with TENANTS (default 100) CUDA processes of three users
 (created with useradd when run as root). CPU is the share of one core spent
 between two readings SECONDS apart (start-up excluded); RSS is VmRSS at the
-second reading. Start-up is exec to the first frame showing the GPU's name,
-key latency the time from a key written to the pty to the first bytes of the
+second reading. Start-up is exec to the first frame showing the GPU's name
+(and, with the tenants, to the first showing one of their users), key latency the time from a key written to the pty to the first bytes of the
 frame it changes (median of 10). nvtop comes from NVTOP=/path or PATH.
 Prints one table with the ratios to nvtop; raw numbers in OUTDIR/watch.json.
 """
@@ -234,7 +234,10 @@ def main():
     tenants = start_tenants(ntenants, work)
     try:
         time.sleep(3)
-        res["loaded"] = measure(tools, seconds, prof=os.path.join(outdir, "cpu-NAME-1hz-100.prof"))
+        # PROF=1 takes CPU profiles of the 1 Hz builds in this phase (the
+        # profiler's 100 Hz signal adds CPU and resident pages of its own).
+        prof = os.path.join(outdir, "cpu-NAME-1hz-100.prof") if os.environ.get("PROF") else None
+        res["loaded"] = measure(tools, seconds, prof=prof)
         # RSS with one vramtop only: instances of one binary share its pages,
         # so a page one of them released stays resident for the others.
         alone = [t for t in tools if t[0] in ("vramtop 1 Hz", "nvtop")]
