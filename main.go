@@ -22,6 +22,7 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/internal/lean"
+	"github.com/vramtop/vramtop/internal/starttrace"
 	"github.com/vramtop/vramtop/nvmlsource"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
@@ -36,6 +37,7 @@ var version = ""
 const exitUsage = 2
 
 func main() {
+	starttrace.Mark("main")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// VRAMTOP_CPUPROFILE=FILE writes a CPU profile of the run (go tool pprof).
 	if path := os.Getenv("VRAMTOP_CPUPROFILE"); path != "" {
@@ -136,6 +138,7 @@ func (f *sourceFlags) newSampler(stderr io.Writer) (*sampler.Sampler, int) {
 // the returned code is then non-zero.
 func (f *sourceFlags) start(name string, cfg sampler.Config, stderr io.Writer) (sampler.Source, *sampler.Sampler, int) {
 	src, err := f.open(stderr)
+	starttrace.Mark("source-open")
 	if err != nil {
 		switch {
 		case errors.Is(err, sampler.ErrNoDriver):

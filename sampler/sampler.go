@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vramtop/vramtop/internal/starttrace"
 )
 
 // Defaults and limits of the sampling cadence.
@@ -838,6 +840,11 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		snap.Devices[i] = dev
 	}
 	s.send(snap)
+	if snap.ProcessesPending {
+		starttrace.Mark("memory-published")
+	} else {
+		starttrace.Mark("processes-published")
+	}
 	return snap
 }
 

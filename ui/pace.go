@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/vramtop/vramtop/internal/starttrace"
 )
 
 // Bubble Tea v2's renderer draws on a ticker that runs at a fixed rate for
@@ -28,8 +29,16 @@ const (
 	// safety net, since every change comes through View.
 	idleTick = time.Second
 	// soon is how far ahead a brought-forward tick is set; the ticker goes
-	// back to idleTick once it has fired.
+	// back to idleTick once it has fired, by way of a few graceTick ticks.
 	soon = time.Millisecond
+	// graceTick and graceTicks: after the brought-forward tick, the ticker
+	// runs at graceTick for graceTicks ticks before it goes idle. Resetting
+	// a ticker drops a tick not yet received, so going idle right after the
+	// brought-forward tick lost the frame whenever the renderer's goroutine
+	// had not run in that millisecond: it came with the idle tick a second
+	// later (one start in five on the development machine's demo).
+	graceTick  = 10 * time.Millisecond
+	graceTicks = 3
 )
 
 // pacer holds Bubble Tea's renderer ticker.
@@ -47,6 +56,8 @@ type pacer struct {
 	idled    int // times the ticker went back to idle, for tests
 	// shownData is set once a frame with data has been asked for.
 	shownData bool
+	// grace is set while the ticker runs at graceTick.
+	grace bool
 }
 
 // rendererTicker returns the ticker the running program p draws on, or nil
@@ -93,7 +104,8 @@ func (pc *pacer) frame(data bool) {
 	}
 	pc.next = now.Add(wait)
 	pc.ticker.Reset(wait)
-	// Once that tick has fired, back to idle.
+	// Once that tick has fired, back to idle by way of the grace ticks.
+	pc.grace = false
 	if pc.settle == nil {
 		pc.settle = time.AfterFunc(wait+soon, pc.idle)
 	} else {
@@ -117,14 +129,23 @@ func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
 	return wait, true
 }
 
-// idle sets the ticker back to its slow safety-net rate.
+// idle sets the ticker to the grace rate, and after the grace ticks back to
+// its slow safety-net rate.
 func (pc *pacer) idle() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.ticker != nil && !pc.disabled {
-		pc.ticker.Reset(cmp.Or(pc.idleEvery, idleTick))
-		pc.idled++
+	if pc.ticker == nil || pc.disabled {
+		return
 	}
+	if !pc.grace {
+		pc.grace = true
+		pc.ticker.Reset(graceTick)
+		pc.settle.Reset(graceTick*graceTicks + soon)
+		return
+	}
+	pc.grace = false
+	pc.ticker.Reset(cmp.Or(pc.idleEvery, idleTick))
+	pc.idled++
 }
 
 // stop leaves the ticker alone from now on (the program is ending).
@@ -154,6 +175,9 @@ func (p paced) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (p paced) View() tea.View {
 	v := p.Model.View()
+	if p.Model.have {
+		starttrace.Mark("frame-with-data")
+	}
 	p.pc.frame(p.Model.have)
 	return v
 }

@@ -16,6 +16,8 @@ echo "machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --forma
 echo "vramtop: $("$bin" --version)"
 echo; echo "== the lightest watcher: vramtop, nvtop and nvidia-smi in one run (BEFORE=binary adds an earlier build)"
 python3 "$here/watch.py" "$bin" "$out" 60 100 | tee "$out/watch.txt"
+echo; echo "== where start-up goes"
+python3 "$here/startup.py" "$bin" "$out" 5 100 | tee "$out/startup.txt"
 echo; echo "== truth: vramtop --once --json against nvidia-smi"
 python3 "$here/truth.py" "$bin" 1,10,100 3 | tee "$out/truth.txt"
 echo; echo "== overhead, startup, spikes, cost to a job"
