@@ -58,6 +58,9 @@ type pacer struct {
 	shownData bool
 	// grace is set while the ticker runs at graceTick.
 	grace bool
+	// asked is the content of the last frame asked for (read and written
+	// on Bubble Tea's event loop only).
+	asked string
 }
 
 // rendererTicker returns the ticker the running program p draws on, or nil
@@ -129,6 +132,13 @@ func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
 	return wait, true
 }
 
+// found reports whether the pacer has looked for the renderer's ticker.
+func (pc *pacer) found() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.tried
+}
+
 // idle sets the ticker to the grace rate, and after the grace ticks back to
 // its slow safety-net rate.
 func (pc *pacer) idle() {
@@ -178,6 +188,11 @@ func (p paced) View() tea.View {
 	if p.Model.have {
 		starttrace.Mark("frame-with-data")
 	}
-	p.pc.frame(p.Model.have)
+	// A frame the renderer already has needs no tick (a message that
+	// changed nothing, such as a stale check overtaken by a snapshot).
+	if v.Content != p.pc.asked || p.pc.prog != nil && !p.pc.found() {
+		p.pc.asked = v.Content
+		p.pc.frame(p.Model.have)
+	}
 	return v
 }
