@@ -110,6 +110,10 @@ type Source struct {
 	first  chan struct{} // closed after the first round of queries
 	kick   chan chan struct{}
 
+	// listed is the round the last ReadProcesses listed, for Omitted
+	// (both on the sampler's goroutine).
+	listed *fleetState
+
 	mu       sync.Mutex
 	state    *fleetState // the last successful round; nil before
 	err      error       // the last round's error
@@ -143,6 +147,8 @@ type fleetState struct {
 	devs  []devData
 	byID  map[string]int
 	procs []procData
+	// omitted are, by device ID, the processes the exporters left out.
+	omitted map[string]omittedProcs
 }
 
 type devData struct {
@@ -378,6 +384,17 @@ func (s *Source) ReadMemory(now time.Time, out []sampler.MemSample) error {
 
 var errGone = errors.New("no longer reported by Prometheus")
 
+// Omitted says how many processes of device dev (an index into the last
+// Info's devices) its exporter left out of the last ReadProcesses' round,
+// and their memory where known (sampler.Omitter).
+func (s *Source) Omitted(dev int) (n int, bytes uint64, known bool) {
+	if s.listed == nil || dev < 0 || dev >= len(s.info.Devices) {
+		return 0, 0, false
+	}
+	o := s.listed.omitted[s.info.Devices[dev].ID]
+	return o.n, o.bytes, o.known
+}
+
 // ReadProcesses returns the processes of the last answer.
 func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
 	s.mu.Lock()
@@ -387,6 +404,7 @@ func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []e
 	if err != nil {
 		return buf, err
 	}
+	s.listed = st
 	if st == nil {
 		return buf, nil
 	}
@@ -476,7 +494,7 @@ func (s *Source) refresh() (*fleetState, error) {
 		}
 		st.devs = append(st.devs, d)
 	}
-	st.procs = procsOf(results[1], devs)
+	st.procs, st.omitted = procsOf(results[1], devs)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.
@@ -856,35 +874,21 @@ func sortDevices(ds []devData) {
 	slices.SortFunc(ds, func(a, b devData) int { return compareDevices(&a.info, &b.info) })
 }
 
-// UnexportedPID is the PID of the row that stands for the processes of a
-// device that have no series of their own (over serve's
-// --max-process-series): their number is in its command, the memory they
-// use is its memory. No process has it (Linux's PIDs stay below 2^22).
-const UnexportedPID = math.MaxUint32
+// omittedProcs are the processes of a device that its host's exporter left
+// out (over serve --max-process-series): how many, and their memory where
+// the exporter says (vramtop_gpu_memory_unexported_bytes; an exporter
+// before it, or one of them without a known usage, leaves it unknown).
+type omittedProcs struct {
+	n     int
+	bytes uint64
+	known bool
+}
 
-// procsOf are the processes of the listed devices, and a row for those
-// not exported of each device (UnexportedPID).
-func procsOf(procs []Sample, devs map[key]*building) []procData {
+// procsOf are the processes of the listed devices, and by device ID those
+// their exporters left out.
+func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omittedProcs) {
 	out := make([]procData, 0, len(procs))
-	type unexported struct {
-		b           *building
-		n, bytes    float64
-		hasN, known bool
-	}
-	var more []unexported // in the order of the answer
-	var moreIdx map[*building]int
-	moreOf := func(b *building) *unexported {
-		i, ok := moreIdx[b]
-		if !ok {
-			if moreIdx == nil {
-				moreIdx = map[*building]int{}
-			}
-			i = len(more)
-			moreIdx[b] = i
-			more = append(more, unexported{b: b})
-		}
-		return &more[i]
-	}
+	var omitted map[string]omittedProcs
 	for _, smp := range procs {
 		b := devs[keyOf(smp.Metric)]
 		if b == nil {
@@ -892,12 +896,20 @@ func procsOf(procs []Sample, devs map[key]*building) []procData {
 		}
 		switch smp.Metric.Get(labelName) {
 		case exporter.ProcessesUnlisted:
-			u := moreOf(b)
-			u.n, u.hasN = smp.Value, true
+			if omitted == nil {
+				omitted = map[string]omittedProcs{}
+			}
+			o := omitted[b.info.ID]
+			o.n = int(math.Round(smp.Value))
+			omitted[b.info.ID] = o
 			continue
 		case exporter.MemoryUnlisted:
-			u := moreOf(b)
-			u.bytes, u.known = smp.Value, true
+			if omitted == nil {
+				omitted = map[string]omittedProcs{}
+			}
+			o := omitted[b.info.ID]
+			o.bytes, o.known = bytesOf(smp.Value), true
+			omitted[b.info.ID] = o
 			continue
 		}
 		pid, err := strconv.ParseUint(smp.Metric.Get("pid"), 10, 32)
@@ -919,27 +931,12 @@ func procsOf(procs []Sample, devs map[key]*building) []procData {
 			Visible: user != "",
 		}})
 	}
-	for _, u := range more {
-		n := int(math.Round(u.n))
-		if !u.hasN || n < 1 {
-			continue
+	for id, o := range omitted {
+		if o.n < 1 {
+			delete(omitted, id)
 		}
-		cmd := fmt.Sprintf("%d more processes (not exported: vramtop serve --max-process-series)", n)
-		if n == 1 {
-			cmd = "1 more process (not exported: vramtop serve --max-process-series)"
-		}
-		// Their memory is theirs, not unattributed; unknown (an exporter
-		// before vramtop_gpu_memory_unexported_bytes, or one of them
-		// without a known usage) makes the device's unattributed memory
-		// unknown too, as on the host.
-		out = append(out, procData{dev: u.b.info.ID, p: sampler.ProcSample{
-			PID: UnexportedPID, UsedBytes: bytesOf(u.bytes), HasUsed: u.known,
-			// The exporter does not say; GPU servers' processes are
-			// compute processes, and a snapshot's process has a type.
-			Type: "compute", Command: cmd, Visible: true,
-		}})
 	}
-	return out
+	return out, omitted
 }
 
 // giOrder puts a GPU before its instances, instances by number.

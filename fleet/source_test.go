@@ -467,39 +467,29 @@ func TestFleetUnexportedProcesses(t *testing.T) {
 	snap, _ := next(src, s, clk)
 
 	h100, _ := snap.Device("hostA:0")
-	var row *sampler.Process
-	for i, p := range h100.Processes {
-		if p.PID == UnexportedPID {
-			row = &h100.Processes[i]
-		}
-	}
-	if row == nil || len(h100.Processes) != 3 {
-		t.Fatalf("hostA:0 processes %+v, want its 2 and a row for the 3 not exported", h100.Processes)
-	}
-	if row.UsedBytes == nil || *row.UsedBytes != 6*gib || !strings.HasPrefix(row.Command, "3 more processes (not exported") || row.User != "" || !row.Visible {
-		t.Errorf("the row for the processes not exported: %+v (command %q)", row, row.Command)
+	if len(h100.Processes) != 2 || h100.OmittedProcesses != 3 || h100.OmittedBytes == nil || *h100.OmittedBytes != 6*gib {
+		t.Fatalf("hostA:0: %d processes, %d omitted using %v; want its 2 listed and 3 omitted using 6 GiB",
+			len(h100.Processes), h100.OmittedProcesses, h100.OmittedBytes)
 	}
 	if h100.Unattributed == nil || *h100.Unattributed != 4*gib {
 		t.Errorf("hostA:0 unattributed %v, want 4 GiB (20 used, 10 by the processes listed, 6 by those not exported)", h100.Unattributed)
 	}
 
 	inst, _ := snap.Device("hostA:1/2")
-	if n := len(inst.Processes); n != 2 || inst.Processes[1].PID != UnexportedPID || inst.Processes[1].UsedBytes != nil ||
-		!strings.HasPrefix(inst.Processes[1].Command, "1 more process (not exported") {
-		t.Fatalf("hostA:1/2 processes %+v, want its one and a row for one more, memory unknown", inst.Processes)
+	if len(inst.Processes) != 1 || inst.OmittedProcesses != 1 || inst.OmittedBytes != nil {
+		t.Fatalf("hostA:1/2: %d processes, %d omitted using %v; want its one and one more, memory unknown",
+			len(inst.Processes), inst.OmittedProcesses, inst.OmittedBytes)
 	}
 	if inst.Unattributed != nil {
 		t.Errorf("hostA:1/2 unattributed %d, want unknown (a process not exported uses an unknown amount)", *inst.Unattributed)
 	}
 
-	// The exporter lists them all again: the row goes.
+	// The exporter lists them all again.
 	fp.fleet(20 * gib)
 	snap, _ = next(src, s, clk)
 	h100, _ = snap.Device("hostA:0")
-	for _, p := range h100.Processes {
-		if p.PID == UnexportedPID && !p.Exited {
-			t.Errorf("hostA:0 still has the row for processes not exported: %+v", p)
-		}
+	if h100.OmittedProcesses != 0 || h100.OmittedBytes != nil {
+		t.Errorf("hostA:0 still has %d processes omitted (%v)", h100.OmittedProcesses, h100.OmittedBytes)
 	}
 	if h100.Unattributed == nil || *h100.Unattributed != 10*gib {
 		t.Errorf("hostA:0 unattributed %v, want 10 GiB again", h100.Unattributed)

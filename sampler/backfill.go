@@ -9,3 +9,12 @@ import "time"
 type Backfiller interface {
 	Backfill(deviceID string) (times []time.Time, values []uint64)
 }
+
+// An Omitter is a Source that knows of processes it does not list one by
+// one (the fleet source: the processes a host's exporter leaves out over
+// serve --max-process-series). After each ReadProcesses the sampler asks it
+// how many device dev (an index into Info().Devices) has, and the memory
+// they use (known false where the source does not say).
+type Omitter interface {
+	Omitted(dev int) (n int, bytes uint64, known bool)
+}

@@ -149,6 +149,11 @@ type devState struct {
 	// usedAtProcs is the used memory read in the tick of the last process
 	// list, for the unattributed figure.
 	usedAtProcs uint64
+	// omitted counts the processes the last list left out (Omitter), and
+	// omittedBytes is their memory where omittedKnown.
+	omitted      int
+	omittedBytes uint64
+	omittedKnown bool
 	// live are the device's processes in the last list, in the order of
 	// the last snapshot (so the next sort starts from nearly sorted).
 	live []*procState
@@ -669,9 +674,13 @@ func (s *Sampler) pollProcesses(now time.Time) {
 	}
 	s.procPolls++
 	gen := s.procPolls
+	om, _ := s.src.(Omitter)
 	for i, d := range s.devs {
 		d.err = s.errBuf[i]
 		d.usedAtProcs = d.last.Used
+		if om != nil {
+			d.omitted, d.omittedBytes, d.omittedKnown = om.Omitted(i)
+		}
 	}
 	for _, ps := range s.procBuf {
 		if ps.Device < 0 || ps.Device >= len(s.devs) {
@@ -834,6 +843,12 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			dev.Err = "process list: " + d.err.Error()
 		}
 		dev.Processes = d.processes()
+		if d.omitted > 0 {
+			dev.OmittedProcesses = d.omitted
+			if d.omittedKnown {
+				dev.OmittedBytes = Ptr(d.omittedBytes)
+			}
+		}
 		if !snap.ProcessesPending {
 			dev.Unattributed = unattributed(dev, d.usedAtProcs)
 		}
@@ -951,6 +966,14 @@ func unattributed(d Device, used uint64) *uint64 {
 			return nil
 		}
 		sum += *p.UsedBytes
+	}
+	if d.OmittedProcesses > 0 {
+		// Processes the source counts but does not list are theirs, not
+		// unattributed; how much is unknown without their memory.
+		if d.OmittedBytes == nil {
+			return nil
+		}
+		sum += *d.OmittedBytes
 	}
 	if sum >= used {
 		return Ptr(uint64(0))

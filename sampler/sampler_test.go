@@ -988,3 +988,34 @@ func TestMemoryFirstLeavesOnceWhole(t *testing.T) {
 		t.Fatalf("--once with MemoryFirst: pending %v, %d processes; want the whole sample", snap.ProcessesPending, len(snap.Devices[0].Processes))
 	}
 }
+
+// omittingSource is a fake whose devices have processes it does not list.
+type omittingSource struct {
+	*fakeSource
+	n     int
+	bytes uint64
+	known bool
+}
+
+func (o *omittingSource) Omitted(dev int) (int, uint64, bool) { return o.n, o.bytes, o.known }
+
+func TestOmittedProcessesAreNotUnattributed(t *testing.T) {
+	f := newFake(1)
+	f.setUsed(0, 10*fakeGiB)
+	f.setProcs(fakeProc(0, 42, 4*fakeGiB, time.Unix(1000, 0)))
+	src := &omittingSource{fakeSource: f, n: 3, bytes: 2 * fakeGiB, known: true}
+	snap := newSampler(t, src, Config{}).Once()
+	d := snap.Devices[0]
+	if d.OmittedProcesses != 3 || d.OmittedBytes == nil || *d.OmittedBytes != 2*fakeGiB {
+		t.Fatalf("omitted %d using %v, want 3 using 2 GiB", d.OmittedProcesses, d.OmittedBytes)
+	}
+	if d.Unattributed == nil || *d.Unattributed != 4*fakeGiB {
+		t.Fatalf("unattributed %v, want 4 GiB: 10 used, 4 listed, 2 omitted", d.Unattributed)
+	}
+
+	src.known = false
+	d = newSampler(t, src, Config{}).Once().Devices[0]
+	if d.OmittedProcesses != 3 || d.OmittedBytes != nil || d.Unattributed != nil {
+		t.Fatalf("omitted %d using %v, unattributed %v; want 3, unknown, unknown", d.OmittedProcesses, d.OmittedBytes, d.Unattributed)
+	}
+}

@@ -83,6 +83,12 @@ type Device struct {
 	// NoProcessList is true where the source cannot list this device's
 	// processes (a host seen only through dcgm-exporter).
 	NoProcessList bool `json:"no_process_list,omitempty"`
+	// OmittedProcesses counts the device's processes the source knows of
+	// but does not list (in the fleet, those a host's exporter leaves out
+	// over serve --max-process-series); OmittedBytes is the memory they use,
+	// nil where the source does not say. Unattributed does not count it.
+	OmittedProcesses int     `json:"omitted_processes,omitempty"`
+	OmittedBytes     *uint64 `json:"omitted_bytes,omitempty"`
 
 	// Err marks a device that failed this poll (lost, no permission, ...);
 	// the other devices keep reporting.

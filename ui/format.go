@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,6 +202,15 @@ const unlistedText = "processes not listed: this host is seen through dcgm-expor
 // pendingText stands in the process table for a device whose process list
 // is being read (the first snapshot of the live view).
 const pendingText = "reading the process list…"
+
+// omittedText stands in the process table for n processes of a device that
+// its source counts but does not list (sampler.Device.OmittedProcesses).
+func omittedText(n int) string {
+	if n == 1 {
+		return "1 more process, not exported (vramtop serve --max-process-series)"
+	}
+	return strconv.Itoa(n) + " more processes, not exported (vramtop serve --max-process-series)"
+}
 
 // unlistedText is what a rowUnlisted says.
 func (r procRow) unlistedText() string {

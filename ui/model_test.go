@@ -1490,3 +1490,32 @@ func TestFirstSnapshotBeforeItsProcessListsIsShownNotJudged(t *testing.T) {
 		t.Errorf("the full snapshot should replace the placeholder and be judged (judged %d):\n%s", judged, s)
 	}
 }
+
+func TestOmittedProcessesHaveARowOfTheirOwn(t *testing.T) {
+	snap := fakeSnap(t, 1)
+	snap.Devices = slices.Clone(snap.Devices)
+	six := uint64(6 << 30)
+	snap.Devices[0].OmittedProcesses, snap.Devices[0].OmittedBytes = 3, &six
+	var row *procRow
+	rows := procRows(snap, "", nil)
+	for i := range rows {
+		if rows[i].kind == rowOmitted {
+			row = &rows[i]
+		}
+	}
+	if row == nil || !row.hasBytes || row.bytes != six || row.omitted != 3 {
+		t.Fatalf("rows %+v: want one for the 3 processes not exported, with their 6 GiB", rows)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, snap, advisor.DefaultThresholds()); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "3 more processes, not exported") || !strings.Contains(out, "6.0 GiB") {
+		t.Errorf("--once table lacks the row for the processes not exported:\n%s", out)
+	}
+	m, _ := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: 160, Height: 90}, snapshotMsg(snap))
+	if s := screenText(m); !strings.Contains(s, "3 more processes, not exported") {
+		t.Errorf("the live view lacks the row for the processes not exported:\n%s", s)
+	}
+}

@@ -21,6 +21,7 @@ const (
 	rowUnattr           // memory no visible process accounts for
 	rowUser             // one user's total, in the group-by-user table
 	rowUnlisted         // a device whose processes the source cannot list
+	rowOmitted          // a device's processes the source counts but does not list
 )
 
 // procRow is one line of the process table.
@@ -38,6 +39,8 @@ type procRow struct {
 	// pending marks a rowUnlisted that stands for a process list being
 	// read (sampler.Snapshot.ProcessesPending), not one that cannot be.
 	pending bool
+	// omitted is how many processes a rowOmitted stands for.
+	omitted int
 
 	// Group-by-user rows.
 	user   string
@@ -55,6 +58,8 @@ func (r procRow) key() string {
 		return "user:" + r.user
 	case rowUnlisted:
 		return "unlisted:" + r.dev
+	case rowOmitted:
+		return "omitted:" + r.dev
 	}
 	return fmt.Sprintf("p:%s:%d:%d", r.dev, r.proc.PID, r.proc.StartTime.UnixNano())
 }
@@ -116,6 +121,14 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			}
 			into = append(into, r)
 		}
+		if d.OmittedProcesses > 0 {
+			r := procRow{kind: rowOmitted, dev: d.ID, devLabel: label, omitted: d.OmittedProcesses}
+			if d.OmittedBytes != nil {
+				r.bytes, r.hasBytes = *d.OmittedBytes, true
+				r.pct = percent(r.bytes, d.MemoryTotal)
+			}
+			into = append(into, r)
+		}
 		if d.Unattributed != nil && *d.Unattributed >= mib {
 			u := *d.Unattributed
 			into = append(into, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: percent(u, d.MemoryTotal)})
@@ -130,6 +143,8 @@ func (r procRow) matches(f string) bool {
 		return strings.Contains("unattributed", f)
 	case rowUnlisted:
 		return strings.Contains(r.unlistedText(), f)
+	case rowOmitted:
+		return strings.Contains(omittedText(r.omitted), f)
 	}
 	pr := r.proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||
@@ -144,7 +159,7 @@ func (r procRow) rank() int {
 	switch {
 	case r.kind == rowProc && r.proc.Exited:
 		return 2
-	case r.kind == rowUnattr:
+	case r.kind == rowUnattr || r.kind == rowOmitted:
 		return 1
 	}
 	return 0
@@ -263,6 +278,8 @@ func userOf(r procRow) string {
 	switch {
 	case r.kind == rowUnattr:
 		name = "(unattributed)"
+	case r.kind == rowOmitted:
+		name = "(not exported)"
 	case !r.proc.Visible && name == "":
 		name = "(other namespace)"
 	case name == "":
@@ -276,6 +293,8 @@ func jobOf(r procRow) string {
 	switch n := r.proc.Job.Name(); {
 	case r.kind == rowUnattr:
 		return "(unattributed)"
+	case r.kind == rowOmitted:
+		return "(not exported)"
 	case n == "":
 		return "(no job)"
 	default:
@@ -322,8 +341,11 @@ func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) strin
 		if r.bytes >= a.top {
 			a.top = r.bytes
 			a.row.top = r.proc.Command
-			if r.kind == rowUnattr {
+			switch r.kind {
+			case rowUnattr:
 				a.row.top = "other containers, driver, leaked contexts"
+			case rowOmitted:
+				a.row.top = omittedText(r.omitted)
 			}
 		}
 	}
@@ -626,7 +648,7 @@ func (p *procPane) enter() {
 	case rowUser:
 		p.group = groupNone
 		p.setFilter(r.user)
-	case rowUnattr, rowUnlisted:
+	case rowUnattr, rowUnlisted, rowOmitted:
 		p.out.post(openDetail{dev: r.dev})
 	default:
 		p.out.post(openDetail{dev: r.dev, pid: r.proc.PID, start: r.proc.StartTime.UnixNano()})
@@ -711,7 +733,7 @@ func (p *procPane) View() string {
 		switch {
 		case i == p.sel && p.focused:
 			line = p.st.pSelected.on(line)
-		case r.kind == rowUnattr:
+		case r.kind == rowUnattr || r.kind == rowOmitted:
 			line = p.st.pUnattr.on(line)
 		case r.kind == rowUnlisted:
 			line = p.st.pDim.on(line)

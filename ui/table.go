@@ -100,7 +100,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 		case r.kind == rowUnlisted:
 			// Not "no processes": nobody can tell from here.
 			procStyle = append(procStyle, func(s string) string { return st.Dim.Render(s) })
-		case r.kind == rowUnattr:
+		case r.kind == rowUnattr || r.kind == rowOmitted:
 			procStyle = append(procStyle, func(s string) string { return st.Unattr.Render(s) })
 		case r.proc.Exited:
 			procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
@@ -274,6 +274,8 @@ var procColumns = columnTable{
 			return r.unlistedText()
 		case rowUnattr:
 			return "unattributed: other containers/namespaces, driver, leaked contexts"
+		case rowOmitted:
+			return omittedText(r.omitted)
 		}
 		return commandCell(r.proc)
 	}},
