@@ -71,12 +71,7 @@ func Limits(b []byte) error {
 				stack[depth-1].value = true
 				stack[depth-1].n++
 			}
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(b) {
+			if i = closingQuote(b, i+1); i < 0 {
 				return errors.New("a string is not closed")
 			}
 		case '{':
@@ -122,6 +117,11 @@ func Limits(b []byte) error {
 					}
 				}
 			}
+			// The rest of a number, literal or colon changes nothing: skip
+			// to the next byte that can.
+			for i+1 < len(b) && !structural[b[i+1]] {
+				i++
+			}
 		}
 	}
 	switch {
@@ -135,6 +135,32 @@ func Limits(b []byte) error {
 		return fmt.Errorf("%d history samples, more than the %d allowed: %w", samples, MaxSamples, ErrLimit)
 	}
 	return nil
+}
+
+// structural are the bytes Limits acts on; the others within a token only
+// continue it.
+var structural = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '"': true, '{': true, '}': true, '[': true, ']': true, ',': true}
+
+// closingQuote is the index of the quote that ends the string whose text
+// starts at b[from], or -1 where it does not end: a quote after an odd run
+// of backslashes is part of the string.
+func closingQuote(b []byte, from int) int {
+	for i := from; i < len(b); {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		q := i + j
+		k := q
+		for k > from && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return -1
 }
 
 // DecodeRecord decodes a whole record line within the limits.
