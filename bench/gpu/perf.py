@@ -50,10 +50,14 @@ class PtyRun:
                 return
             if not data:
                 return
-            if self.first_seen is None and self.watch_for:
-                self.buf = (self.buf + data)[-65536:]
-                if self.watch_for in self.buf:
-                    self.first_seen = time.time()
+            self.on_output(data)
+
+    def on_output(self, data):
+        """Called with each chunk the command writes (subclasses note more)."""
+        if self.first_seen is None and self.watch_for:
+            self.buf = (self.buf + data)[-65536:]
+            if self.watch_for in self.buf:
+                self.first_seen = time.time()
 
     def stat(self):
         """(cpu seconds including reaped children, peak RSS KiB)."""

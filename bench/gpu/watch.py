@@ -115,22 +115,14 @@ class NeedleRun(PtyRun):
     """A PtyRun that notes when each of several strings first appears."""
 
     def __init__(self, argv, needles, **kw):
-        self.needles, self.seen = [n.encode() for n in needles], {}
+        self.needles, self.seen, self.tail = [n.encode() for n in needles], {}, b""
         super().__init__(argv, **kw)
 
-    def _drain(self):
-        buf = b""
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            buf = (buf + data)[-(1 << 20):]
-            for n in self.needles:
-                if n not in self.seen and n in buf:
-                    self.seen[n] = time.time()
+    def on_output(self, data):
+        self.tail = (self.tail + data)[-(1 << 20):]
+        for n in self.needles:
+            if n not in self.seen and n in self.tail:
+                self.seen[n] = time.time()
 
 
 def first_frame(argv, needles, runs=5):
@@ -151,16 +143,12 @@ def first_frame(argv, needles, runs=5):
 class KeyRun(PtyRun):
     """A PtyRun that timestamps every chunk of output."""
 
-    def _drain(self):
+    def __init__(self, argv, **kw):
         self.chunks = []
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.chunks.append(time.time())
+        super().__init__(argv, **kw)
+
+    def on_output(self, data):
+        self.chunks.append(time.time())
 
 
 def key_latency(argv, keys=("?", "?"), presses=10):
