@@ -221,6 +221,10 @@ func TestFleetHistoryRetried(t *testing.T) {
 	fp := newFakeProm()
 	fp.fleet(20 * gib)
 	q := "max_over_time(vramtop_gpu_memory_used_bytes[5s])"
+	past := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC).Unix()
+	fp.ranges[q] = []fakeRange{
+		{labels: lbl("", "hostname", "hostA", "gpu", "0"), points: [][2]float64{{float64(past), 1 * gib}, {float64(past + 5), 25 * gib}}},
+	}
 	fp.fail(q, true)
 	srv := httptest.NewServer(fp)
 	defer srv.Close()
@@ -243,6 +247,13 @@ func TestFleetHistoryRetried(t *testing.T) {
 	}
 	if len(snap.Devices) != 4 {
 		t.Errorf("%d devices, want 4", len(snap.Devices))
+	}
+	// The devices were on screen before the history came: it is merged
+	// before their own samples all the same.
+	a, _ := snap.Device("hostA:0")
+	if first := a.History.First(); a.PeakUsed != 25*gib || !first.Equal(time.Unix(past, 0)) {
+		t.Errorf("hostA:0 history from %v, peak %d; want the history read back again: from %v, peak 25 GiB",
+			first, a.PeakUsed, time.Unix(past, 0))
 	}
 }
 

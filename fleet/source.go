@@ -127,6 +127,8 @@ type Source struct {
 	// MaxBackfillPoints, fewer after an answer over MaxAnswerBytes.
 	histPoints int
 	backfill   map[string]history
+	// backfillSeq counts the times backfill was set.
+	backfillSeq uint64
 
 	// The sampler goroutine's: the devices as of the last Info.
 	info    sampler.SourceInfo
@@ -421,6 +423,15 @@ func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []e
 // ReadProcessUtilization has nothing to read: vramtop does not export
 // per-process utilization.
 func (s *Source) ReadProcessUtilization(time.Time, map[sampler.UtilKey]float64) error { return nil }
+
+// BackfillSeq counts the times history was read back
+// (sampler.LateBackfiller: a read again can come after the devices were
+// shown).
+func (s *Source) BackfillSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backfillSeq
+}
 
 // Backfill returns the history read back for a device, once.
 func (s *Source) Backfill(id string) ([]time.Time, []uint64) {
@@ -1025,6 +1036,7 @@ func (s *Source) readHistory(points int, end time.Time) error {
 	add(dcgm, func(id string) bool { _, ok := bf[id]; return ok })
 	s.mu.Lock()
 	s.backfill = bf
+	s.backfillSeq++
 	s.mu.Unlock()
 	return nil
 }

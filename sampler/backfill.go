@@ -10,6 +10,16 @@ type Backfiller interface {
 	Backfill(deviceID string) (times []time.Time, values []uint64)
 }
 
+// A LateBackfiller is a Backfiller whose history can come after its devices
+// first appeared (the fleet asks Prometheus again when its first answer
+// failed or came late). BackfillSeq changes each time history is read back;
+// then the sampler asks for the history of the devices it already has too,
+// and merges what comes before their own samples.
+type LateBackfiller interface {
+	Backfiller
+	BackfillSeq() uint64
+}
+
 // An Omitter is a Source that knows of processes it does not list one by
 // one (the fleet source: the processes a host's exporter leaves out over
 // serve --max-process-series). After each ReadProcesses the sampler asks it

@@ -247,6 +247,8 @@ type Sampler struct {
 	// memoryFirst is Config.MemoryFirst under Run (Tick and Once always
 	// read everything).
 	memoryFirst bool
+	// backfillSeq is the LateBackfiller's BackfillSeq last merged.
+	backfillSeq uint64
 }
 
 // New returns a sampler over src. It does not poll until Run or Tick.
@@ -633,11 +635,34 @@ func (s *Sampler) loadInfo() {
 			s.keepGone(id, d)
 		}
 	}
+	if lb, ok := s.src.(LateBackfiller); ok && lb.BackfillSeq() != s.backfillSeq {
+		s.backfillSeq = lb.BackfillSeq()
+		for _, d := range devs {
+			if times, values := lb.Backfill(d.info.ID); len(times) > 0 {
+				d.ring = s.withHistory(d.ring, times, values)
+			}
+		}
+	}
 	s.devs = devs
 	if len(s.memBuf) != len(devs) {
 		s.memBuf = make([]MemSample, len(devs))
 		s.errBuf = make([]error, len(devs))
 	}
+}
+
+// withHistory is a device's ring with the history that came late (times
+// and values, oldest first) before its own samples.
+func (s *Sampler) withHistory(r *Ring, times []time.Time, values []uint64) *Ring {
+	w := r.Window()
+	first := w.First()
+	out := TieredRingFor(s.cfg.History, s.cfg.Interval, RecentHistory, HistoryBuckets)
+	for j := range min(len(times), len(values)) {
+		if w.Len() == 0 || times[j].Before(first) {
+			out.Push(times[j], values[j])
+		}
+	}
+	w.Each(out.Push)
+	return out
 }
 
 // maxGoneDevices is how many devices that left the source's list are

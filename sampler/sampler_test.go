@@ -1019,3 +1019,44 @@ func TestOmittedProcessesAreNotUnattributed(t *testing.T) {
 		t.Fatalf("omitted %d using %v, unattributed %v; want 3, unknown, unknown", d.OmittedProcesses, d.OmittedBytes, d.Unattributed)
 	}
 }
+
+// lateHistory is a fake whose history is read back after its devices were
+// listed.
+type lateHistory struct {
+	*fakeSource
+	seq    uint64
+	times  []time.Time
+	values []uint64
+}
+
+func (l *lateHistory) Backfill(string) ([]time.Time, []uint64) {
+	t, v := l.times, l.values
+	l.times, l.values = nil, nil
+	return t, v
+}
+
+func (l *lateHistory) BackfillSeq() uint64 { return l.seq }
+
+func TestHistoryThatComesLateIsMergedBeforeTheSamples(t *testing.T) {
+	src := &lateHistory{fakeSource: newFake(1)}
+	t0 := time.Unix(1_000_000, 0)
+	s := newSampler(t, src, Config{Interval: time.Second, History: time.Hour})
+	for i := 0; i < 10; i++ {
+		s.Tick(t0.Add(time.Duration(100+i) * time.Second))
+	}
+	// The history of the first 100 s arrives now (a second try at it).
+	for i := 0; i < 100; i++ {
+		src.times = append(src.times, t0.Add(time.Duration(i)*time.Second))
+		src.values = append(src.values, 5*fakeGiB)
+	}
+	src.seq++
+	snap, _ := s.Tick(t0.Add(110 * time.Second))
+	h := snap.Devices[0].History
+	if h.Len() != 111 || !h.First().Equal(t0) || h.Max() != 5*fakeGiB {
+		t.Fatalf("history: %d samples from %v, peak %d; want 111 from %v, the late history's 5 GiB peak included",
+			h.Len(), h.First(), h.Max(), t0)
+	}
+	if _, v, _ := h.Last(); v != fakeGiB {
+		t.Fatalf("the newest sample is %d, want the device's own 1 GiB", v)
+	}
+}
