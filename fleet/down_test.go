@@ -323,10 +323,14 @@ func TestFleetHistoryTooLargeAsksFewerPoints(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		snap, _ = next(src, s, clk)
 	}
-	// Read back with fewer points: the devices were listed meanwhile, so
-	// the sampler has not taken it.
-	if ts, vs := src.Backfill("hostA:0"); len(vs) != 2 || vs[1] != 25*gib || !ts[1].Equal(time.Unix(start+10, 0)) {
-		t.Errorf("hostA:0 history %v %v, want the 2 points of the 10 s step", ts, vs)
+	// Read back with fewer points, after the devices were listed: merged
+	// before their own samples.
+	snap, _ = next(src, s, clk)
+	a, _ := snap.Device("hostA:0")
+	if ts, v := a.History.At(1); a.PeakUsed != 25*gib || !a.History.First().Equal(time.Unix(start, 0)) ||
+		!ts.Equal(time.Unix(start+10, 0)) || v != 25*gib {
+		t.Errorf("hostA:0 history from %v, peak %d, sample 1 %v %d; want the 2 points of the 10 s step before its own",
+			a.History.First(), a.PeakUsed, ts, v)
 	}
 	if got := steps(); !slices.Contains(got, "10") {
 		t.Errorf("range queries with steps %v, want 5 s, then 10 s", got)
