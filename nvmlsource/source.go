@@ -135,7 +135,18 @@ type nvmlDev struct {
 	// busy is whether any utilization reading since the last process
 	// utilization call was above 0%.
 	busy bool
+	// gauges are the device's last utilization, temperature and power,
+	// read at gaugesAt (readDevice).
+	gauges   sampler.MemSample
+	gaugesAt time.Time
 }
+
+// gaugesEvery is how often a GPU's utilization, temperature and power are
+// read: a screen shows them once a second, and three calls each sample of
+// fast mode (20 a second at 50 ms) would be most of its work. Between, a
+// sample carries the last readings. A little under a second, so that 1 s
+// sampling reads them every time.
+const gaugesEvery = 900 * time.Millisecond
 
 // errSlot keeps the last error of one kind for a device, so that a device
 // that keeps failing the same way does not allocate a new error every poll.
@@ -479,6 +490,12 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 		// Utilization, temperature and power belong to the whole GPU.
 		return true
 	}
+	if !due(s.lastNow, d.gaugesAt, gaugesEvery) {
+		g := &d.gauges
+		m.Util, m.HasUtil, m.TempC, m.HasTemp, m.PowerW, m.HasPower = g.Util, g.HasUtil, g.TempC, g.HasTemp, g.PowerW, g.HasPower
+		return true
+	}
+	d.gaugesAt = s.lastNow
 	if !d.noUtil {
 		u, ret := d.h.GetUtilizationRates()
 		switch ret {
@@ -507,6 +524,7 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 			d.noPower = true
 		}
 	}
+	d.gauges = *m
 	return true
 }
 

@@ -897,3 +897,34 @@ func openWithFakeProc(t *testing.T, pid uint32) (*mockHost, *nvmlSource, string)
 	t.Cleanup(func() { s.Close() })
 	return h, s, root
 }
+
+// Utilization, temperature and power are read once in gaugesEvery; the
+// samples between carry the last readings, and memory is read every time.
+func TestNVMLGaugesReadOnceASecond(t *testing.T) {
+	h := newMockHost(nil)
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	read := func(d time.Duration) sampler.MemSample {
+		t.Helper()
+		if err := s.ReadMemory(nvmlT0.Add(d), out); err != nil {
+			t.Fatal(err)
+		}
+		return out[1]
+	}
+	calls := func() int { return len(h.devs[1].GetPowerUsageCalls()) }
+	read(0)
+	h.gpus[1].util, h.gpus[1].powerMW = 77, 250000
+	h.gpus[1].mem.Used += nvmlGiB
+	m := read(50 * time.Millisecond)
+	if !m.HasUtil || m.Util != 10 || !m.HasPower || m.PowerW != 101 || m.Used != h.gpus[1].mem.Used || calls() != 1 {
+		t.Fatalf("50 ms on: %+v after %d power calls; want the new memory, the last utilization (10%%) and power (101 W), one call", m, calls())
+	}
+	m = read(time.Second)
+	if m.Util != 77 || m.PowerW != 250 || calls() != 2 {
+		t.Fatalf("1 s on: %+v after %d power calls; want 77%% and 250 W read again", m, calls())
+	}
+	// At 1 s sampling every sample reads them, even one a little early.
+	if m = read(time.Second + 995*time.Millisecond); calls() != 3 {
+		t.Fatalf("a 1 s tick 5 ms early did not read the gauges (%d calls)", calls())
+	}
+}
