@@ -426,7 +426,8 @@ func (s *nvmlSource) Info() sampler.SourceInfo {
 }
 
 // ReadMemory reads every device's memory, and utilization, temperature and
-// power where supported. It does not allocate while devices keep behaving.
+// power where supported (those at most once in gaugesEvery). It does not
+// allocate while devices keep behaving.
 func (s *nvmlSource) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	if s.closed {
 		return errClosed
