@@ -23,6 +23,28 @@ func full() Record {
 	}}}
 }
 
+// viaDelta writes cur as a delta line against the keyframe kf, reads it
+// back and expands it: the line, and cur as a reader sees it, as JSON next
+// to cur's own.
+func viaDelta(t *testing.T, kf, cur *Record) (line []byte, got, want string) {
+	t.Helper()
+	line, err := appendDelta(nil, kf, cur, keyIndex(kf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Delta
+	if err := DecodeDelta(line, &d); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	r, err := Expand(kf, &d)
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	g, _ := json.Marshal(r)
+	w, _ := json.Marshal(cur)
+	return line, string(g), string(w)
+}
+
 // TestDeltaCarriesEveryField: a field of a device or a process that
 // differs from the keyframe (set, changed or cleared) comes back from the
 // delta line exactly, each field on its own.
@@ -46,21 +68,8 @@ func TestDeltaCarriesEveryField(t *testing.T) {
 				} else {
 					a.Set(reflect.Zero(a.Type()))
 				}
-				line, err := appendDelta(nil, &kf, &cur, keyIndex(&kf))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var d Delta
-				if err := DecodeDelta(line, &d); err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				got, err := Expand(&kf, &d)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				g, _ := json.Marshal(got)
-				w, _ := json.Marshal(cur)
-				if string(g) != string(w) {
+				line, g, w := viaDelta(t, &kf, &cur)
+				if g != w {
 					t.Errorf("%s field %s (cleared %v): delta %s\n got %s\nwant %s", fs.name, fs.set.tags[k], clear, line, g, w)
 				}
 			}
@@ -76,21 +85,8 @@ func TestDeltaProcessesComeAndGo(t *testing.T) {
 	p0 := cur.Devices[0].Procs[0]
 	p0.H = nil
 	cur.Devices[0].Procs = []ProcRec{{PID: 3, Start: 31, User: "new"}, p0}
-	line, err := appendDelta(nil, &kf, &cur, keyIndex(&kf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d Delta
-	if err := DecodeDelta(line, &d); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Expand(&kf, &d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(cur)
-	if string(g) != string(w) {
+	line, g, w := viaDelta(t, &kf, &cur)
+	if g != w {
 		t.Errorf("delta %s\n got %s\nwant %s", line, g, w)
 	}
 }
@@ -105,24 +101,11 @@ func TestDeltaOrderByMemory(t *testing.T) {
 	cur := kf
 	cur.T = kf.T.Add(time.Second)
 	cur.Devices = []DevRec{{ID: "0", Procs: []ProcRec{{PID: 3, Used: u(20)}, {PID: 1, Used: u(9)}, {PID: 4, Used: u(7)}, {PID: 2, Used: u(5)}}}}
-	line, err := appendDelta(nil, &kf, &cur, keyIndex(&kf))
-	if err != nil {
-		t.Fatal(err)
-	}
+	line, g, w := viaDelta(t, &kf, &cur)
 	if !strings.Contains(string(line), `"srt":true`) || strings.Contains(string(line), `"ord"`) {
 		t.Errorf("delta %s: want the order said as srt", line)
 	}
-	var d Delta
-	if err := DecodeDelta(line, &d); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Expand(&kf, &d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(cur)
-	if string(g) != string(w) {
+	if g != w {
 		t.Errorf("delta %s\n got %s\nwant %s", line, g, w)
 	}
 }

@@ -132,13 +132,6 @@ func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
 	return wait, true
 }
 
-// found reports whether the pacer has looked for the renderer's ticker.
-func (pc *pacer) found() bool {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.tried
-}
-
 // idle sets the ticker to the grace rate, and after the grace ticks back to
 // its slow safety-net rate.
 func (pc *pacer) idle() {
@@ -190,7 +183,7 @@ func (p paced) View() tea.View {
 	}
 	// A frame the renderer already has needs no tick (a message that
 	// changed nothing, such as a stale check overtaken by a snapshot).
-	if v.Content != p.pc.asked || p.pc.prog != nil && !p.pc.found() {
+	if v.Content != p.pc.asked {
 		p.pc.asked = v.Content
 		p.pc.frame(p.Model.have)
 	}
