@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/vramtop/vramtop/internal/jsonscan"
 )
 
 // Label is one label of a series.
@@ -232,13 +234,8 @@ func (d *decoder) str() ([]byte, error) {
 // escaped reads the string that starts (its quote) at start and has
 // escapes (\" \\ \n \u00e9 ...), as encoding/json decodes them.
 func (d *decoder) escaped(start int) ([]byte, error) {
-	j := start + 1
-	for ; j < len(d.b) && d.b[j] != '"'; j++ {
-		if d.b[j] == '\\' {
-			j++
-		}
-	}
-	if j >= len(d.b) {
+	j := jsonscan.ClosingQuote(d.b, start+1)
+	if j < 0 {
 		return nil, errEOF
 	}
 	var s string
@@ -335,24 +332,12 @@ func (d *decoder) skip() error {
 
 // skipString reads the string at d.i without decoding it.
 func (d *decoder) skipString() error {
-	for j := d.i + 1; ; {
-		n := bytes.IndexByte(d.b[j:], '"')
-		if n < 0 {
-			return errEOF
-		}
-		j += n
-		// The quote ends the string unless an odd number of
-		// backslashes escapes it.
-		bs := 0
-		for k := j - 1; k > d.i && d.b[k] == '\\'; k-- {
-			bs++
-		}
-		j++
-		if bs%2 == 0 {
-			d.i = j
-			return nil
-		}
+	q := jsonscan.ClosingQuote(d.b, d.i+1)
+	if q < 0 {
+		return errEOF
 	}
+	d.i = q + 1
+	return nil
 }
 
 func isLiteral(c byte) bool {

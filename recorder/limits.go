@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/vramtop/vramtop/internal/jsonscan"
 )
 
 // Limits on what one line of a recording may hold. A reader decodes a line
@@ -71,7 +73,7 @@ func Limits(b []byte) error {
 				stack[depth-1].value = true
 				stack[depth-1].n++
 			}
-			if i = closingQuote(b, i+1); i < 0 {
+			if i = jsonscan.ClosingQuote(b, i+1); i < 0 {
 				return errors.New("a string is not closed")
 			}
 		case '{':
@@ -140,28 +142,6 @@ func Limits(b []byte) error {
 // structural are the bytes Limits acts on; the others within a token only
 // continue it.
 var structural = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '"': true, '{': true, '}': true, '[': true, ']': true, ',': true}
-
-// closingQuote is the index of the quote that ends the string whose text
-// starts at b[from], or -1 where it does not end: a quote after an odd run
-// of backslashes is part of the string.
-func closingQuote(b []byte, from int) int {
-	for i := from; i < len(b); {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		q := i + j
-		k := q
-		for k > from && b[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return -1
-}
 
 // DecodeRecord decodes a whole record line within the limits.
 func DecodeRecord(b []byte, r *Record) error {
