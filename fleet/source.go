@@ -905,21 +905,17 @@ func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omi
 		if b == nil {
 			continue
 		}
-		switch smp.Metric.Get(labelName) {
-		case exporter.ProcessesUnlisted:
+		switch name := smp.Metric.Get(labelName); name {
+		case exporter.ProcessesUnlisted, exporter.MemoryUnlisted:
 			if omitted == nil {
 				omitted = map[string]omittedProcs{}
 			}
 			o := omitted[b.info.ID]
-			o.n = int(math.Round(smp.Value))
-			omitted[b.info.ID] = o
-			continue
-		case exporter.MemoryUnlisted:
-			if omitted == nil {
-				omitted = map[string]omittedProcs{}
+			if name == exporter.ProcessesUnlisted {
+				o.n = int(math.Round(smp.Value))
+			} else {
+				o.bytes, o.known = bytesOf(smp.Value), true
 			}
-			o := omitted[b.info.ID]
-			o.bytes, o.known = bytesOf(smp.Value), true
 			omitted[b.info.ID] = o
 			continue
 		}

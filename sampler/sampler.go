@@ -75,11 +75,11 @@ type Config struct {
 	// against a few µs a memory sample; the samples between frames still
 	// land in the rings and RecentPeakUsed.
 	PublishInterval time.Duration
-	// MemoryFirst makes Run's first poll (not Tick's or Once's) publish the devices' memory before
-	// their process lists are read, marked ProcessesPending, and the full
-	// snapshot as soon as they are: a screen shows memory without waiting
-	// for the lists and /proc (10-15 ms with 100 processes on the H200 host,
-	// a fifth of the time to the first frame). For a live view.
+	// MemoryFirst makes Run's first poll (not Tick's or Once's) publish the
+	// devices' memory before their process lists are read, marked
+	// ProcessesPending, and the full snapshot as soon as they are: a screen
+	// shows memory without waiting for the lists and /proc (12 ms with 100
+	// processes on the H200 host, bench/gpu/startup.py). For a live view.
 	MemoryFirst bool
 	// StallTimeout is how long a call to the source may go unanswered
 	// before Run publishes snapshots marked Stale; default

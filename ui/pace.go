@@ -36,7 +36,8 @@ const (
 	// a ticker drops a tick not yet received, so going idle right after the
 	// brought-forward tick lost the frame whenever the renderer's goroutine
 	// had not run in that millisecond: it came with the idle tick a second
-	// later (one start in five on the development machine's demo).
+	// later (one of five starts in a run of bench/gpu/watch.py on the H200
+	// host, one of three of the demo on the development machine).
 	graceTick  = 10 * time.Millisecond
 	graceTicks = 3
 )

@@ -7,8 +7,8 @@
 // with the kernel mapping each file fault's neighbourhood, that leaves most
 // of the executable resident (13.3 MB of a 19 MB binary, on the demo).
 // Dropping the executable's pages from the process once start-up is over
-// leaves only what the steady state touches again (8.7-9.0 MB on the H200
-// host with 100 processes; the memory table of bench/gpu/watch.py).
+// leaves only what the steady state touches again (5.0 MB on the H200 host
+// with 100 processes; the memory table of bench/gpu/watch.py).
 package lean
 
 import (
@@ -34,7 +34,8 @@ func ReleaseStartupPages() {
 // than all of it (a few MB, for a collection every few seconds), unless
 // GOGC says otherwise. Start-up keeps every processor: the first sample and
 // the terminal's set-up run side by side (GOMAXPROCS=1 from the start put the
-// first frame on the H200 host 8 ms later, with 100 processes).
+// first poll's snapshot on the H200 host 8 ms later, with 100 processes:
+// GOMAXPROCS=1 python3 bench/gpu/startup.py against the default).
 func Watcher() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
