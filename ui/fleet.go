@@ -110,10 +110,6 @@ type hostList struct {
 	selName  string
 }
 
-func newHostList(st Styles, keys keyMap, th advisor.Thresholds) hostList {
-	return hostList{st: st, keys: keys, th: th}
-}
-
 func (h *hostList) SetSize(w, hh int) {
 	h.width, h.height = w, hh
 	h.scroll()

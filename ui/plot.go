@@ -230,11 +230,6 @@ func (s yScale) dot(v float64) int {
 	return clamp(int(math.Round((v-s.lo)/(s.hi-s.lo)*float64(s.dots-1))), 0, s.dots-1)
 }
 
-// value is the GiB on dot level i.
-func (s yScale) value(i int) float64 {
-	return s.lo + float64(i)/float64(s.dots-1)*(s.hi-s.lo)
-}
-
 // dataDot is the level of a data value v: the nearest dot, kept on the
 // side of each threshold line (dot levels warnY and critY, -1 without
 // lines) that v is on, so a value just under the warning line is never

@@ -302,11 +302,6 @@ func jobOf(r procRow) string {
 	}
 }
 
-// groupByUser sums live memory per user across the GPUs.
-func groupByUser(rows []procRow, snap sampler.Snapshot) []procRow {
-	return groupRows(rows, snap, userOf)
-}
-
 // groupRows sums live memory per group (named by nameOf) across the GPUs.
 func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) string) []procRow {
 	var total uint64
