@@ -277,3 +277,14 @@ func TestExplainTensorFlowShapes(t *testing.T) {
 		}
 	}
 }
+
+var sizeRE = re(`^` + sizePat)
+
+// parseSize reads a size at the start of s.
+func parseSize(s string) (uint64, bool) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	return sizeFrom(m[1], m[2], m[3])
+}

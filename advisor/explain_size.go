@@ -15,8 +15,6 @@ const sizePat = `(\d+(?:\.\d+)?)\s*(bytes|byte|KiB|MiB|GiB|TiB|PiB|KB|MB|GB|TB|P
 // sz is sizePat for use inside other patterns.
 var sz = sizePat
 
-var sizeRE = re(`^` + sizePat)
-
 func unitShift(u string) uint {
 	switch strings.ToUpper(u[:1]) {
 	case "K":
@@ -66,13 +64,4 @@ func sizeFrom(num, unit, exact string) (uint64, bool) {
 		}
 	}
 	return toBytes(num, unit)
-}
-
-// parseSize reads a size at the start of s.
-func parseSize(s string) (uint64, bool) {
-	m := sizeRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	return sizeFrom(m[1], m[2], m[3])
 }

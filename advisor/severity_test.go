@@ -114,3 +114,9 @@ func TestNoAbsurdAgeInMessages(t *testing.T) {
 		t.Errorf("durText(-5s) = %q", got)
 	}
 }
+
+// DeviceSeverity is DeviceSeverities for one device.
+func DeviceSeverity(alerts []Alert, id string) (Severity, string) {
+	s := DeviceSeverities(alerts)[id]
+	return s.Severity, s.Reason
+}

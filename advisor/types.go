@@ -160,12 +160,6 @@ func DeviceSeverities(alerts []Alert) map[string]DeviceState {
 	return out
 }
 
-// DeviceSeverity is DeviceSeverities for one device.
-func DeviceSeverity(alerts []Alert, id string) (Severity, string) {
-	s := DeviceSeverities(alerts)[id]
-	return s.Severity, s.Reason
-}
-
 // Config holds the advisor's thresholds and windows. Zero fields take the
 // defaults of DefaultConfig.
 type Config struct {

@@ -126,12 +126,6 @@ func containerElem(e string, parents []string) (id, runtime string, ok bool) {
 	return "", "", false
 }
 
-// containerID returns the 12-character short id of the container named in a
-// /proc/PID/cgroup file; empty when the process is in none.
-func containerID(b []byte) string {
-	return shortContainerID(cgroupJob(b))
-}
-
 func shortContainerID(j *Job) string {
 	if j == nil || len(j.ContainerID) < 12 {
 		return ""

@@ -113,3 +113,9 @@ func TestJobName(t *testing.T) {
 		}
 	}
 }
+
+// containerID returns the 12-character short id of the container named in a
+// /proc/PID/cgroup file; empty when the process is in none.
+func containerID(b []byte) string {
+	return shortContainerID(cgroupJob(b))
+}
