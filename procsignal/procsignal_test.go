@@ -13,25 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/internal/testbin"
 )
 
 // child starts a process that sleeps until signalled and returns it with
 // the Target a snapshot would show for it.
 func child(t *testing.T) (*exec.Cmd, Target) {
 	t.Helper()
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Process.Kill()
-		c.Wait()
-	})
-	info := sampler.NewProcReader("").Lookup(uint32(c.Process.Pid))
-	if !info.Visible || info.StartTime.IsZero() || !info.HasUID {
-		t.Fatalf("the child's /proc entry: %+v", info)
-	}
+	c, info := testbin.Sleeper(t)
 	uid := info.UID
 	return c, Target{PID: uint32(c.Process.Pid), StartTime: info.StartTime, UID: &uid}
 }

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -20,18 +21,7 @@ import (
 // on GPU 0 as /proc describes it (start time, UID), shifted by shift.
 func shownChild(t *testing.T, shift time.Duration) (*exec.Cmd, sampler.Snapshot) {
 	t.Helper()
-	c := exec.Command("sleep", "60")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Process.Kill()
-		c.Wait()
-	})
-	info := sampler.NewProcReader("").Lookup(uint32(c.Process.Pid))
-	if !info.Visible || !info.HasUID {
-		t.Fatalf("the child's /proc entry: %+v", info)
-	}
+	c, info := testbin.Sleeper(t)
 	used, uid := uint64(gib), info.UID
 	snap := sampler.Snapshot{Time: time.Now(), Interval: time.Second, Devices: []sampler.Device{{
 		ID: "0", Name: "H200", MemoryTotal: 100 * gib, MemoryUsed: 2 * gib, MemoryFree: 98 * gib,

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // cgoFlags silences the deprecation warnings of the NVML headers.
@@ -108,4 +110,24 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("go env GOMOD: not in a module")
 	}
 	return filepath.Dir(gomod), nil
+}
+
+// Sleeper starts a process that sleeps until signalled (killed when the test
+// ends) and returns it with what /proc says of it, which the test fails
+// without: visible, its start time and UID read.
+func Sleeper(t *testing.T) (*exec.Cmd, sampler.ProcInfo) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+	info := sampler.NewProcReader("").Lookup(uint32(c.Process.Pid))
+	if !info.Visible || info.StartTime.IsZero() || !info.HasUID {
+		t.Fatalf("the child's /proc entry: %+v", info)
+	}
+	return c, info
 }
