@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -45,11 +46,38 @@ func main() {
 			pprof.StartCPUProfile(f)
 		}
 	}
+	// VRAMTOP_MEMPROFILE=FILE: each SIGUSR1 writes a profile of what is
+	// live on the heap to FILE (go tool pprof -sample_index=inuse_space).
+	// Without it the heap is not sampled at all: the runtime's table of
+	// sampled call stacks is resident memory that nothing would read.
+	runtime.MemProfileRate = 0
+	if path := os.Getenv("VRAMTOP_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 4096
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		go func() {
+			for range usr1 {
+				writeHeapProfile(path)
+			}
+		}()
+	}
 	version = buildVersion(version, debug.ReadBuildInfo)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
 	stop()
 	os.Exit(code)
+}
+
+// writeHeapProfile writes what is live on the heap to path, after a
+// collection.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	runtime.GC()
+	pprof.WriteHeapProfile(f)
+	f.Close()
 }
 
 // demoFlag is --demo (always), --demo=auto (when no GPU driver is found) or
@@ -254,14 +282,22 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *asJSON && !*once {
 		*once = true
 	}
+	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
+		*once = true
+	}
+	if !*once {
+		lean.Watcher()
+		if sf.demo != "on" {
+			// The first frame's one-time costs, paid while the driver
+			// opens (the demo's source opens at once).
+			go ui.Warm()
+		}
+	}
 	// The live view draws a frame per snapshot: one a second, whatever the
 	// sampling interval (fast mode's samples show as peaks).
 	_, s, code := sf.start("vramtop", sampler.Config{PublishInterval: time.Second, MemoryFirst: true}, stderr)
 	if s == nil {
 		return code
-	}
-	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
-		*once = true
 	}
 	if *once {
 		snap := s.Once()

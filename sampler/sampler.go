@@ -880,10 +880,12 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		snap.Devices[i] = dev
 	}
 	s.send(snap)
-	if snap.ProcessesPending {
-		starttrace.Mark("memory-published")
-	} else {
-		starttrace.Mark("processes-published")
+	if s.cfg.MemoryFirst { // the live view's sampler
+		if snap.ProcessesPending {
+			starttrace.Mark("memory-published")
+		} else {
+			starttrace.Mark("processes-published")
+		}
 	}
 	return snap
 }

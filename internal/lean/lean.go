@@ -30,25 +30,52 @@ func ReleaseStartupPages() {
 }
 
 // Watcher sets the Go runtime up for a program that samples and draws a few
-// times a second for weeks: a heap goal of half the live heap over it rather
-// than all of it (a few MB, for a collection every few seconds), unless
-// GOGC says otherwise. Start-up keeps every processor: the first sample and
-// the terminal's set-up run side by side (GOMAXPROCS=1 from the start put the
-// first poll's snapshot on the H200 host 8 ms later, with 100 processes:
-// GOMAXPROCS=1 python3 bench/gpu/startup.py against the default).
+// times a second for weeks, starting with its start-up: the collector held
+// back (startGCPercent) and at most startProcs processors, unless GOGC and
+// GOMAXPROCS say otherwise. Settle sets the rest.
 func Watcher() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(startGCPercent)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), startProcs))
 	}
 }
 
+// startProcs is the number of processors until Settle. Start-up needs two:
+// the first sample and the terminal's set-up run side by side (GOMAXPROCS=1
+// from the start put the first poll's snapshot on the H200 host 8 ms later,
+// with 100 processes: GOMAXPROCS=1 python3 bench/gpu/startup.py against the
+// default). Every processor more that the scheduler wakes at start-up leaves
+// a thread behind, with its stacks, for the program's whole life (17 threads
+// and 0.9 MB more resident on the H200 host with sixteen: the memory table of
+// bench/gpu/watch.py).
+const startProcs = 2
+
+// startGCPercent is the heap goal during start-up: the heap grows from
+// nothing to its working size then, and the collections a smaller goal
+// starts on the way put the demo's first frame on the screen 9 ms later on
+// the development machine (GOGC=50 against GOGC=400, bench/gpu/startup.py's
+// trace function over `vramtop --demo`).
+const startGCPercent = 400
+
+// gcPercent is the heap goal once settled: half the live heap over it
+// rather than all of it (a few MB, for a collection every few seconds).
+const gcPercent = 50
+
 // Settle is for when start-up is over: one processor from then on (the
 // sampler and the view need no more, and every extra one the scheduler
-// wakes costs a monitor more than its own work) unless GOMAXPROCS says
-// otherwise, and the executable's start-up pages released.
+// wakes costs a monitor more than its own work), the settled heap goal,
+// unless GOMAXPROCS and GOGC say otherwise; start-up's garbage collected and
+// its memory returned to the system, and the executable's start-up pages
+// released.
 func Settle() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	debug.FreeOSMemory()
 	ReleaseStartupPages()
 }

@@ -1,0 +1,40 @@
+package ui
+
+import (
+	"io"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	uv "github.com/charmbracelet/ultraviolet"
+
+	"github.com/vramtop/vramtop/demo"
+	"github.com/vramtop/vramtop/sampler"
+)
+
+// Warm draws one frame of the live view off screen, over the demo's GPUs,
+// and throws it away. The first frame a program draws costs far more than
+// the ones after it (code paged in for the first time, go-runewidth's
+// width table built, the renderer's buffers allocated): 12 ms between the
+// first frame's View and its write, for the demo on the development
+// machine, where later frames take about 2 ms. Run while the GPU driver
+// opens, in parallel, that cost no longer comes after the first sample.
+func Warm() {
+	const w, h = 120, 40
+	now := time.Now()
+	s, err := sampler.New(demo.NewGPUs(now, 1), sampler.Config{})
+	if err != nil {
+		return
+	}
+	snap, _ := s.Tick(now)
+	s.Close()
+	m := New(nil, Options{Now: func() time.Time { return now }})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m.Update(snapshotMsg(snap))
+	buf := uv.NewScreenBuffer(w, h)
+	uv.NewStyledString(m.View().Content).Draw(buf, buf.Bounds())
+	scr := uv.NewTerminalRenderer(io.Discard, []string{"TERM=xterm-256color"})
+	scr.SetFullscreen(true)
+	scr.Resize(w, h)
+	scr.Render(buf.RenderBuffer)
+	_ = scr.Flush()
+}
