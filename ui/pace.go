@@ -2,8 +2,10 @@ package ui
 
 import (
 	"cmp"
+	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -18,28 +20,35 @@ import (
 // measured). Bubble Tea has no option for drawing on demand yet (its pull
 // requests #1776 and #1796 propose one), so the pacer drives that ticker: it
 // stays at idleTick while nothing happens, and every call of View, which
-// Bubble Tea makes after each message, brings the next tick forward to now,
-// no sooner than minFrame after the last. A key, a snapshot or a resize is
-// on screen within about a millisecond of its Update, at most 1/minFrame
-// times a second.
+// Bubble Tea makes after each message, brings the next tick forward to
+// within tickEvery, no sooner than minFrame after the last frame. The
+// ticker then ticks once more, tickEvery later, and goes back to idle.
+//
+// Each wake-up costs a process more than the work it does: 120-180 µs of CPU
+// for a bare Go ticker's tick, against 52 µs for a C program's nanosleep, on
+// the development machine's VM (the bench in the closing note). So a frame
+// gets two ticks and one timer, not a tick a millisecond.
 const (
 	// minFrame is the shortest time between two frames (60 a second).
 	minFrame = time.Second / 60
 	// idleTick is how often the renderer looks while nothing happens: a
 	// safety net, since every change comes through View.
 	idleTick = time.Second
-	// soon is how far ahead a brought-forward tick is set; the ticker goes
-	// back to idleTick once it has fired, by way of a few graceTick ticks.
-	soon = time.Millisecond
-	// graceTick and graceTicks: after the brought-forward tick, the ticker
-	// runs at graceTick for graceTicks ticks before it goes idle. Resetting
-	// a ticker drops a tick not yet received, so going idle right after the
-	// brought-forward tick lost the frame whenever the renderer's goroutine
-	// had not run in that millisecond: it came with the idle tick a second
-	// later (one of five starts in a run of bench/gpu/watch.py on the H200
-	// host, one of three of the demo on the development machine).
-	graceTick  = 10 * time.Millisecond
-	graceTicks = 3
+	// tickEvery is how soon a frame asked for is drawn, and how long after
+	// that the ticker ticks once more: for a frame whose View came while
+	// the renderer was drawing the one before (Bubble Tea stores the new
+	// frame only once that draw is done, so the first tick finds the old
+	// one), and for a tick the renderer never took (resetting a ticker drops
+	// a tick not yet received).
+	tickEvery = 4 * time.Millisecond
+	// soon is the first frame with data's tick, every millisecond until
+	// firstFor has passed: at start-up the renderer is often still drawing
+	// the empty frame when the data comes (4 ms, its first draw).
+	soon     = time.Millisecond
+	firstFor = 16 * time.Millisecond
+	// retries is how many more rounds of ticks a frame gets while nothing
+	// has been written since it was asked for.
+	retries = 10
 )
 
 // pacer holds Bubble Tea's renderer ticker.
@@ -57,11 +66,15 @@ type pacer struct {
 	idled    int // times the ticker went back to idle, for tests
 	// shownData is set once a frame with data has been asked for.
 	shownData bool
-	// grace is set while the ticker runs at graceTick.
-	grace bool
 	// asked is the content of the last frame asked for (read and written
 	// on Bubble Tea's event loop only).
 	asked string
+	// out counts the program's writes; nil where the program writes
+	// elsewhere (tests). askedAt is its count when the last frame was asked
+	// for, tries the rounds of ticks that frame has had.
+	out     *output
+	askedAt uint64
+	tries   int
 }
 
 // rendererTicker returns the ticker the running program p draws on, or nil
@@ -76,10 +89,10 @@ func rendererTicker(p *tea.Program) *time.Ticker {
 }
 
 // frame is called from View (on Bubble Tea's event loop, after the program
-// has started its renderer): the frame it returns is drawn within soon, or at
-// minFrame after the previous one. data says the frame shows data: the first
-// such frame is never held back (the frame before it is the empty one drawn
-// at start, a few milliseconds earlier).
+// has started its renderer): the frame it returns is drawn within
+// tickEvery, or at minFrame after the previous one. data says the frame
+// shows data: the first such frame is never held back (the frame before it
+// is the empty one drawn at start, a few milliseconds earlier).
 func (pc *pacer) frame(data bool) {
 	if pc == nil || pc.prog == nil {
 		return
@@ -108,12 +121,20 @@ func (pc *pacer) frame(data bool) {
 	}
 	pc.next = now.Add(wait)
 	pc.ticker.Reset(wait)
-	// Once that tick has fired, back to idle by way of the grace ticks.
-	pc.grace = false
+	if pc.out != nil {
+		pc.askedAt = pc.out.writes.Load()
+	}
+	pc.tries = 0
+	// The ticker ticks every wait from now: once for the frame, once more
+	// for a frame that missed it; then back to idle.
+	after := 2*wait + time.Millisecond
+	if first {
+		after = firstFor
+	}
 	if pc.settle == nil {
-		pc.settle = time.AfterFunc(wait+soon, pc.idle)
+		pc.settle = time.AfterFunc(after, pc.idle)
 	} else {
-		pc.settle.Reset(wait + soon)
+		pc.settle.Reset(after)
 	}
 }
 
@@ -126,28 +147,29 @@ func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
 	if now.Before(pc.next) {
 		return 0, false
 	}
-	wait = soon
+	wait = tickEvery
 	if earliest := pc.next.Add(minFrame); now.Add(wait).Before(earliest) {
 		wait = earliest.Sub(now)
 	}
 	return wait, true
 }
 
-// idle sets the ticker to the grace rate, and after the grace ticks back to
-// its slow safety-net rate.
+// idle sets the ticker back to its slow safety-net rate once the frame
+// asked for has been written; while nothing has been (its ticks were all
+// dropped, or the renderer has not run), it gives the frame another round
+// of ticks, retries times at most.
 func (pc *pacer) idle() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.ticker == nil || pc.disabled {
 		return
 	}
-	if !pc.grace {
-		pc.grace = true
-		pc.ticker.Reset(graceTick)
-		pc.settle.Reset(graceTick*graceTicks + soon)
+	if pc.out != nil && pc.out.writes.Load() == pc.askedAt && pc.tries < retries {
+		pc.tries++
+		pc.ticker.Reset(tickEvery)
+		pc.settle.Reset(2*tickEvery + time.Millisecond)
 		return
 	}
-	pc.grace = false
 	pc.ticker.Reset(cmp.Or(pc.idleEvery, idleTick))
 	pc.idled++
 }
@@ -160,6 +182,18 @@ func (pc *pacer) stop() {
 	if pc.settle != nil {
 		pc.settle.Stop()
 	}
+}
+
+// output is the terminal as Bubble Tea writes to it, counted: the pacer
+// tells from it whether the frame it asked for has been written.
+type output struct {
+	*os.File
+	writes atomic.Uint64
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.writes.Add(1)
+	return o.File.Write(p)
 }
 
 // paced is the live view under a pacer.

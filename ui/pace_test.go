@@ -2,6 +2,8 @@ package ui
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +117,38 @@ func TestPacerFirstDataFrameIsNotHeldBack(t *testing.T) {
 	}
 	if _, ok := pc.wait(t0.Add(-time.Millisecond), false); ok {
 		t.Fatal("a frame asked for before the tick already set should ride on it")
+	}
+}
+
+// A frame asked for but not written (its ticks dropped, or the renderer not
+// yet running) gets more ticks rather than waiting for the idle one; once
+// something has been written the ticker goes back to idle.
+func TestPacerTicksAgainUntilTheFrameIsWritten(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pc := &pacer{idleEvery: time.Minute, out: &output{File: f}}
+	pc.ticker = time.NewTicker(time.Minute)
+	defer pc.ticker.Stop()
+	pc.settle = time.AfterFunc(time.Hour, func() {})
+	defer pc.settle.Stop()
+	pc.askedAt = pc.out.writes.Load()
+	for i := 0; i < retries; i++ {
+		pc.idle()
+		if pc.idled != 0 {
+			t.Fatalf("went idle after %d rounds with nothing written", i+1)
+		}
+	}
+	pc.idle()
+	if pc.idled != 1 {
+		t.Fatalf("still ticking after %d rounds: a frame that writes nothing must not tick for ever", retries+1)
+	}
+	pc.idled, pc.tries = 0, 0
+	fmt.Fprint(pc.out, "frame")
+	pc.idle()
+	if pc.idled != 1 {
+		t.Fatal("the frame was written, but the ticker did not go back to idle")
 	}
 }

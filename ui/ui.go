@@ -58,8 +58,8 @@ const maxFPS = 20
 
 // Run shows the live view until the user quits or ctx ends.
 func Run(ctx context.Context, snaps <-chan sampler.Snapshot, opts Options) error {
-	pc := &pacer{}
-	p := tea.NewProgram(paced{New(snaps, opts), pc}, tea.WithContext(ctx), tea.WithFPS(maxFPS))
+	pc := &pacer{out: &output{File: os.Stdout}}
+	p := tea.NewProgram(paced{New(snaps, opts), pc}, tea.WithContext(ctx), tea.WithFPS(maxFPS), tea.WithOutput(pc.out))
 	pc.prog = p
 	defer pc.stop()
 	_, err := p.Run()
