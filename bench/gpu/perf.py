@@ -144,12 +144,10 @@ def spikes(binary, work, seconds=30, size_mib=20 * 1024):
     """A tenant jumps by size_mib for 200 ms once a second; which spikes does
     each sampler see?"""
     log = os.path.join(work, "spikes.log")
-    recs = {"vramtop 1 s": os.path.join(work, "rec-1s.jsonl"),
-            "vramtop 50 ms": os.path.join(work, "rec-50ms.jsonl")}
-    recorders = [
-        subprocess.Popen([binary, "record", "-o", recs["vramtop 1 s"], "--interval", "1s"]),
-        subprocess.Popen([binary, "record", "-o", recs["vramtop 50 ms"], "--interval", "50ms"]),
-    ]
+    intervals = {"vramtop 1 s": "1s", "vramtop 100 ms": "100ms", "vramtop 50 ms": "50ms"}
+    recs = {name: os.path.join(work, f"rec-{iv}.jsonl") for name, iv in intervals.items()}
+    recorders = [subprocess.Popen([binary, "record", "-o", recs[name], "--interval", iv])
+                 for name, iv in intervals.items()]
     smi_path = os.path.join(work, "smi.csv")
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,memory.used", "--format=csv,noheader,nounits",
                             "-l", "1"], stdout=open(smi_path, "w"))

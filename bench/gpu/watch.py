@@ -12,6 +12,7 @@ frame it changes (median of 10). nvtop comes from NVTOP=/path or PATH.
 Prints one table with the ratios to nvtop; raw numbers in OUTDIR/watch.json.
 """
 import json
+import shlex
 import os
 import shutil
 import statistics
@@ -79,20 +80,46 @@ def memory_map(pid):
             k, _, v = line.partition(":")
             if k in ("Rss", "Anonymous"):
                 cats[k] = int(v.split()[0])
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                cats["threads"] = int(line.split()[1])
     return cats
 
 
 MEM_COLUMNS = ("Rss", "Anonymous", "executable", "bss", "Go heap", "C heap", "thread stacks",
-               "other anonymous", "libcuda", "libnvidia-ml", "libc", "other libraries")
+               "other anonymous", "libcuda", "libnvidia-ml", "libc", "other libraries", "threads")
+
+
+def extra_tools():
+    """EXTRA="label=[VAR=value ...] binary [args];...": more rows in the same
+    run, such as variants of one build (give each its own copy of the binary:
+    copies of one file share their resident pages)."""
+    out = []
+    for item in filter(None, (os.environ.get("EXTRA") or "").split(";")):
+        label, _, cmd = item.partition("=")
+        words = shlex.split(cmd)
+        env = {}
+        while words and "=" in words[0] and not words[0].startswith(("/", ".")):
+            k, _, v = words.pop(0).partition("=")
+            env[k] = v
+        out.append((label.strip(), words, env))
+    return out
+
+
+def mapped(name):
+    """Whether a row gets the memory table: the 1 Hz builds, nvtop, EXTRA rows."""
+    return name in ("vramtop 1 Hz", "nvtop", "before 1 Hz") or name.startswith("x ")
 
 
 def measure(tools, seconds, settle=5.0, prof=None):
     """Run every tool at once; return {name: (cpu share, rss MiB)}."""
     runs = {}
-    for name, argv in tools:
-        env = None
+    for tool in tools:
+        name, argv = tool[0], tool[1]
+        env = dict(tool[2]) if len(tool) > 2 else {}
         if prof and name in ("vramtop 1 Hz", "before 1 Hz"):
-            env = {"VRAMTOP_CPUPROFILE": prof.replace("NAME", name.split()[0])}
+            env["VRAMTOP_CPUPROFILE"] = prof.replace("NAME", name.split()[0])
         runs[name] = PtyRun(argv, cols=COLS, rows=ROWS, env=env)
     time.sleep(settle)
     t0, c0 = time.time(), {n: cpu_rss(r.pid)[0] for n, r in runs.items()}
@@ -102,7 +129,7 @@ def measure(tools, seconds, settle=5.0, prof=None):
     for n, r in runs.items():
         cpu, rss = cpu_rss(r.pid)
         out[n] = {"cpu_share": (cpu - c0[n]) / wall, "rss_mib": rss}
-        if n in ("vramtop 1 Hz", "nvtop", "before 1 Hz"):
+        if mapped(n):
             try:
                 out[n]["memory_map"] = memory_map(r.pid)
             except OSError:
@@ -215,6 +242,7 @@ def main():
     if os.environ.get("BEFORE"):
         # An earlier build in the same run, for a before/after ratio.
         tools.append(("before 1 Hz", [os.environ["BEFORE"]]))
+    tools += [("x " + label, argv, env) for label, argv, env in extra_tools()]
     res = {"seconds": seconds, "tenants": ntenants}
     res["idle"] = measure(tools, seconds)
     starters = {"vramtop": [binary], "nvtop": [nvtop] if nvtop else None, "nvidia-smi": ["nvidia-smi"]}
@@ -242,18 +270,26 @@ def main():
     print_table(res)
 
 
+def print_memory(title, phase):
+    print("\n" + title)
+    print(f"  {'':<18}" + "".join(f"{c[:11]:>12}" for c in MEM_COLUMNS))
+    for name, row in phase.items():
+        if row.get("memory_map"):
+            print(f"  {name[:18]:<18}" + "".join(f"{row['memory_map'].get(c, 0):>12}" for c in MEM_COLUMNS))
+
+
 def print_table(r):
     ref = "nvtop" if "nvtop" in r["idle"] else None
     print(f"\nThe lightest watcher: {r['tenants']} CUDA processes of {len(USERS)} users, a {COLS}x{ROWS} pty, "
           f"{r['seconds']:.0f} s per phase, every tool in the same run")
-    print(f"{'tool':<18} {'CPU idle %':>10} {'x nvtop':>7} {'CPU 100p %':>10} {'x nvtop':>7} "
+    print(f"{'tool':<22} {'CPU idle %':>10} {'x nvtop':>7} {'CPU 100p %':>10} {'x nvtop':>7} "
           f"{'RSS idle MB':>11} {'RSS 100p MB':>11} {'x nvtop':>7}")
     for name in r["idle"]:
         i, l = r["idle"][name], r["loaded"][name]
         ri = i["cpu_share"] / r["idle"][ref]["cpu_share"] if ref and r["idle"][ref]["cpu_share"] else float("nan")
         rl = l["cpu_share"] / r["loaded"][ref]["cpu_share"] if ref and r["loaded"][ref]["cpu_share"] else float("nan")
         rr = l["rss_mib"] / r["loaded"][ref]["rss_mib"] if ref else float("nan")
-        print(f"{name:<18} {i['cpu_share'] * 100:>10.2f} {ri:>7.2f} {l['cpu_share'] * 100:>10.2f} {rl:>7.2f} "
+        print(f"{name[:22]:<22} {i['cpu_share'] * 100:>10.2f} {ri:>7.2f} {l['cpu_share'] * 100:>10.2f} {rl:>7.2f} "
               f"{i['rss_mib'] * 1.048576:>11.1f} {l['rss_mib'] * 1.048576:>11.1f} {rr:>7.2f}")
     if ref:
         f = r["loaded"]["vramtop 50 ms"]["cpu_share"] / r["loaded"][ref]["cpu_share"]
@@ -268,11 +304,10 @@ def print_table(r):
         line = ", ".join(f"{n} {v['rss_mib'] * 1.048576:.1f} MB" for n, v in a.items())
         ratio = a["vramtop 1 Hz"]["rss_mib"] / a["nvtop"]["rss_mib"] if "nvtop" in a else float("nan")
         print(f"\nRSS with {r['tenants']} processes, one vramtop beside nvtop: {line} (x nvtop {ratio:.2f})")
-    print("\nWhere the memory is (resident KiB, with the processes; one vramtop beside nvtop)")
-    rows = [(name, row["memory_map"]) for name, row in r.get("alone", r["loaded"]).items() if row.get("memory_map")]
-    print(f"  {'':<14}" + "".join(f"{c[:11]:>12}" for c in MEM_COLUMNS))
-    for name, mm in rows:
-        print(f"  {name:<14}" + "".join(f"{mm.get(c, 0):>12}" for c in MEM_COLUMNS))
+    print_memory("Where the memory is (resident KiB, with the processes; one vramtop beside nvtop)",
+                 r.get("alone", r["loaded"]))
+    if any(n.startswith("x ") for n in r["loaded"]):
+        print_memory("Every build with a map, with the processes, all running", r["loaded"])
     ks = r["key_ms"]
     print(f"\nKey press to the frame it changes, vramtop: median {statistics.median(ks):.1f} ms, "
           f"max {max(ks):.1f} ms   ({['%.0f' % k for k in ks]})")
