@@ -26,7 +26,7 @@ import (
 //
 // Each wake-up costs a process more than the work it does: 120-180 µs of CPU
 // for a bare Go ticker's tick, against 52 µs for a C program's nanosleep, on
-// the development machine's VM (the bench in the closing note). So a frame
+// the development machine's VM (go run ./bench/wakeup). So a frame
 // gets two ticks and one timer, not a tick a millisecond.
 const (
 	// minFrame is the shortest time between two frames (60 a second).
