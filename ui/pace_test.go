@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ func (m *pacedProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 func (m *pacedProbe) View() tea.View {
-	m.pc.frame(false)
+	m.pc.frame(false, false)
 	v := tea.NewView(m.text)
 	v.AltScreen = true
 	return v
@@ -150,5 +151,26 @@ func TestPacerTicksAgainUntilTheFrameIsWritten(t *testing.T) {
 	pc.idle()
 	if pc.idled != 1 {
 		t.Fatal("the frame was written, but the ticker did not go back to idle")
+	}
+}
+
+// The first frame with the process lists is not held back behind the one
+// with the devices' memory alone either; later frames are.
+func TestPacerFirstFullFrameIsNotHeldBack(t *testing.T) {
+	p := tea.NewProgram(&pacedProbe{}, tea.WithInput(nil), tea.WithOutput(io.Discard))
+	pc := &pacer{prog: p, idleEvery: time.Minute, tried: true}
+	pc.ticker = time.NewTicker(time.Minute)
+	defer pc.ticker.Stop()
+	defer pc.stop()
+	pc.frame(true, false) // memory only
+	time.Sleep(2 * soon)
+	pc.frame(true, true) // the process lists too
+	if until := time.Until(pc.next); until > soon {
+		t.Fatalf("the first full frame is set %v from now, want within %v", until, soon)
+	}
+	time.Sleep(2 * soon)
+	pc.frame(true, true)
+	if until := time.Until(pc.next); until <= tickEvery/2 {
+		t.Fatalf("a later frame %v after the last is set %v from now: minFrame no longer holds", 2*soon, until)
 	}
 }
