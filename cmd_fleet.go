@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/internal/lean"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
 )
@@ -84,6 +85,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
+	lean.Watcher(false)
 	err = runLive(ctx, s, ui.Options{
 		Thresholds: th.Thresholds,
 		Version:    version,

@@ -286,7 +286,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*once = true
 	}
 	if !*once {
-		lean.Watcher()
+		lean.Watcher(true)
 		if sf.demo != "on" {
 			// The first frame's one-time costs, paid while the driver
 			// opens (the demo's source opens at once).
@@ -335,7 +335,6 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lean.Watcher()
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

@@ -30,12 +30,18 @@ func ReleaseStartupPages() {
 }
 
 // Watcher sets the Go runtime up for a program that samples and draws a few
-// times a second for weeks, starting with its start-up: the collector held
-// back (startGCPercent) and at most startProcs processors, unless GOGC and
-// GOMAXPROCS say otherwise. Settle sets the rest.
-func Watcher() {
+// times a second for weeks, starting with its start-up: at most startProcs
+// processors, and the collector held back (startGCPercent) where holdGC is
+// set, at the settled goal otherwise, unless GOMAXPROCS and GOGC say
+// otherwise. Settle sets the rest. The local live view holds the collector
+// back (its heap grows to a few MB while it starts); the fleet's does not
+// (its first answers from Prometheus can be large).
+func Watcher(holdGC bool) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(startGCPercent)
+		debug.SetGCPercent(gcPercent)
+		if holdGC {
+			debug.SetGCPercent(startGCPercent)
+		}
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), startProcs))

@@ -16,7 +16,11 @@ func TestWatcherThenSettle(t *testing.T) {
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	Watcher()
+	Watcher(false)
+	if got := debug.SetGCPercent(gcPercent); got != gcPercent {
+		t.Errorf("GC percent during the fleet's start-up = %d, want %d", got, gcPercent)
+	}
+	Watcher(true)
 	if got := debug.SetGCPercent(startGCPercent); got != startGCPercent {
 		t.Errorf("GC percent during start-up = %d, want %d", got, startGCPercent)
 	}
