@@ -16,15 +16,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-)
 
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/vramtop/vramtop/internal/cputime"
+)
 
 // ticks ticks every d for total, in this process, and returns the CPU per
 // tick in µs.
@@ -39,7 +34,7 @@ func ticks(d, total time.Duration, handoff bool) float64 {
 	defer close(work)
 	t := time.NewTicker(d)
 	defer t.Stop()
-	c0, n := cpu(), 0
+	c0, n := cputime.Now(), 0
 	for end := time.Now().Add(total); time.Now().Before(end); n++ {
 		<-t.C
 		if handoff {
@@ -47,7 +42,7 @@ func ticks(d, total time.Duration, handoff bool) float64 {
 			<-done
 		}
 	}
-	return float64(cpu()-c0) / float64(n) / 1e3
+	return float64(cputime.Now()-c0) / float64(n) / 1e3
 }
 
 const cProgram = `#include <stdio.h>
