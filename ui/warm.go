@@ -14,10 +14,12 @@ import (
 // Warm draws one frame of the live view off screen, over the demo's GPUs,
 // and throws it away. The first frame a program draws costs far more than
 // the ones after it (code paged in for the first time, go-runewidth's
-// width table built, the renderer's buffers allocated): 12 ms between the
+// width table built, the renderer's buffers allocated): 13 ms between the
 // first frame's View and its write, for the demo on the development
 // machine, where later frames take about 2 ms. Run while the GPU driver
-// opens, in parallel, that cost no longer comes after the first sample.
+// opens, in parallel, much of it no longer comes after the first sample:
+// with a 19 ms open simulated there, the demo's first frame came 8 ms
+// sooner.
 func Warm() {
 	const w, h = 120, 40
 	now := time.Now()
