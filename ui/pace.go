@@ -73,6 +73,10 @@ type pacer struct {
 	// asked is the content of the last frame asked for (read and written
 	// on Bubble Tea's event loop only).
 	asked string
+	// input is set by Update when the message was the user's (a key, the
+	// mouse, a paste): its frame is drawn within soon, not tickEvery (read
+	// and written on Bubble Tea's event loop only).
+	input bool
 	// out counts the program's writes; nil where the program writes
 	// elsewhere (tests). askedAt is its count when the last frame was asked
 	// for, tries the rounds of ticks that frame has had.
@@ -122,8 +126,13 @@ func (pc *pacer) frame(data, all bool) {
 	}
 	first := data && !pc.shownData || all && !pc.shownAll
 	pc.shownData, pc.shownAll = pc.shownData || data, pc.shownAll || all
+	base := tickEvery
+	if pc.input {
+		// The user is waiting: a few ticks more are worth it.
+		base, pc.input = soon, false
+	}
 	now := time.Now()
-	wait, ok := pc.wait(now, first)
+	wait, ok := pc.wait(now, first, base)
 	if !ok {
 		return // a tick is already on its way
 	}
@@ -135,7 +144,7 @@ func (pc *pacer) frame(data, all bool) {
 	pc.tries = 0
 	// The ticker ticks every wait from now: once for the frame, once more
 	// for a frame that missed it; then back to idle.
-	after := 2*wait + time.Millisecond
+	after := 2*max(wait, tickEvery) + time.Millisecond
 	if first {
 		after = firstFor
 	}
@@ -146,16 +155,16 @@ func (pc *pacer) frame(data, all bool) {
 	}
 }
 
-// wait is how long from now the next frame's tick is set, and ok false
-// where a tick set earlier will draw it.
-func (pc *pacer) wait(now time.Time, first bool) (wait time.Duration, ok bool) {
+// wait is how long from now the next frame's tick is set (base, or later
+// to keep minFrame), and ok false where a tick set earlier will draw it.
+func (pc *pacer) wait(now time.Time, first bool, base time.Duration) (wait time.Duration, ok bool) {
 	if first {
 		return soon, true
 	}
 	if now.Before(pc.next) {
 		return 0, false
 	}
-	wait = tickEvery
+	wait = base
 	if earliest := pc.next.Add(minFrame); now.Add(wait).Before(earliest) {
 		wait = earliest.Sub(now)
 	}
@@ -211,6 +220,10 @@ type paced struct {
 }
 
 func (p paced) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg.(type) {
+	case tea.KeyPressMsg, tea.MouseMsg, tea.PasteMsg:
+		p.pc.input = true
+	}
 	m, cmd := p.Model.Update(msg)
 	if mm, ok := m.(*Model); ok {
 		p.Model = mm

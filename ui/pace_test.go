@@ -110,13 +110,13 @@ func TestPacerFirstDataFrameIsNotHeldBack(t *testing.T) {
 	t0 := time.Now()
 	pc := &pacer{next: t0} // a frame was drawn at t0
 	at := t0.Add(5 * time.Millisecond)
-	if w, ok := pc.wait(at, false); !ok || w < minFrame-6*time.Millisecond {
+	if w, ok := pc.wait(at, false, tickEvery); !ok || w < minFrame-6*time.Millisecond {
 		t.Fatalf("a frame 5 ms after the last waits %v (ok %v), want until minFrame after it", w, ok)
 	}
-	if w, ok := pc.wait(at, true); !ok || w != soon {
+	if w, ok := pc.wait(at, true, tickEvery); !ok || w != soon {
 		t.Fatalf("the first frame with data waits %v (ok %v), want %v", w, ok, soon)
 	}
-	if _, ok := pc.wait(t0.Add(-time.Millisecond), false); ok {
+	if _, ok := pc.wait(t0.Add(-time.Millisecond), false, tickEvery); ok {
 		t.Fatal("a frame asked for before the tick already set should ride on it")
 	}
 }
@@ -172,5 +172,27 @@ func TestPacerFirstFullFrameIsNotHeldBack(t *testing.T) {
 	pc.frame(true, true)
 	if until := time.Until(pc.next); until <= tickEvery/2 {
 		t.Fatalf("a later frame %v after the last is set %v from now: minFrame no longer holds", 2*soon, until)
+	}
+}
+
+// A frame the user waits for (after a key, the mouse, a paste) is set
+// within soon; one after a snapshot within tickEvery.
+func TestPacerDrawsInputSooner(t *testing.T) {
+	p := tea.NewProgram(&pacedProbe{}, tea.WithInput(nil), tea.WithOutput(io.Discard))
+	pc := &pacer{prog: p, idleEvery: time.Minute, tried: true, shownData: true, shownAll: true}
+	pc.ticker = time.NewTicker(time.Minute)
+	defer pc.ticker.Stop()
+	defer pc.stop()
+	m, _ := newTestModel(Options{})
+	pv := paced{Model: m, pc: pc}
+	pv.Update(tea.KeyPressMsg{Code: 'j'})
+	pc.frame(true, true)
+	if until := time.Until(pc.next); until > soon {
+		t.Fatalf("the frame after a key is set %v from now, want within %v", until, soon)
+	}
+	pc.next = time.Now().Add(-time.Second) // long after the last frame
+	pc.frame(true, true)
+	if until := time.Until(pc.next); until <= soon {
+		t.Fatalf("the frame after a snapshot is set %v from now, want about %v", until, tickEvery)
 	}
 }
