@@ -21,8 +21,9 @@ import (
 // requests #1776 and #1796 propose one), so the pacer drives that ticker: it
 // stays at idleTick while nothing happens, and every call of View, which
 // Bubble Tea makes after each message, brings the next tick forward to
-// within tickEvery, no sooner than minFrame after the last frame. The
-// ticker then ticks once more, tickEvery later, and goes back to idle.
+// within tickEvery (soon, after the user's input), no sooner than minFrame
+// after the last frame. The ticker then ticks once more, about tickEvery
+// later, and goes back to idle.
 //
 // Each wake-up costs a process more than the work it does: 62-131 µs of CPU
 // for a Go ticker's tick against 36 µs for a C program's nanosleep on the
