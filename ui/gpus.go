@@ -317,33 +317,24 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 // wide, with sep between: lipgloss.JoinHorizontal without measuring every
 // line again (a tenth of a frame's cost at 200x60).
 func besides(left []string, leftW int, sep, block string) string {
+	right := strings.Split(block, "\n")
 	var b strings.Builder
 	b.Grow(len(block) + len(left)*(leftW+len(sep)+1))
-	pad := strings.Repeat(" ", leftW)
-	for i := 0; ; i++ {
-		line, rest, more := strings.Cut(block, "\n")
-		if i >= len(left) && block == "" {
-			break
-		}
+	for i := range max(len(left), len(right)) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		if i < len(left) {
+		switch {
+		case i >= len(right):
 			b.WriteString(left[i])
-		} else {
-			b.WriteString(pad)
+			continue
+		case i >= len(left):
+			b.WriteString(strings.Repeat(" ", leftW))
+		default:
+			b.WriteString(left[i])
 		}
 		b.WriteString(sep)
-		b.WriteString(line)
-		block = rest
-		if !more {
-			block = ""
-			for i++; i < len(left); i++ {
-				b.WriteByte('\n')
-				b.WriteString(left[i])
-			}
-			break
-		}
+		b.WriteString(right[i])
 	}
 	return b.String()
 }
