@@ -38,10 +38,11 @@ func ReleaseStartupPages() {
 // (its first answers from Prometheus can be large).
 func Watcher(holdGC bool) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+		percent := gcPercent
 		if holdGC {
-			debug.SetGCPercent(startGCPercent)
+			percent = startGCPercent
 		}
+		debug.SetGCPercent(percent)
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), startProcs))
