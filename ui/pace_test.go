@@ -154,14 +154,23 @@ func TestPacerTicksAgainUntilTheFrameIsWritten(t *testing.T) {
 	}
 }
 
+// tickingPacer is pc over a program that never runs, holding a ticker of
+// its own at a minute (the idle rate), stopped when the test ends.
+func tickingPacer(t *testing.T, pc *pacer) *pacer {
+	pc.prog = tea.NewProgram(&pacedProbe{}, tea.WithInput(nil), tea.WithOutput(io.Discard))
+	pc.idleEvery, pc.tried = time.Minute, true
+	pc.ticker = time.NewTicker(time.Minute)
+	t.Cleanup(func() {
+		pc.stop()
+		pc.ticker.Stop()
+	})
+	return pc
+}
+
 // The first frame with the process lists is not held back behind the one
 // with the devices' memory alone either; later frames are.
 func TestPacerFirstFullFrameIsNotHeldBack(t *testing.T) {
-	p := tea.NewProgram(&pacedProbe{}, tea.WithInput(nil), tea.WithOutput(io.Discard))
-	pc := &pacer{prog: p, idleEvery: time.Minute, tried: true}
-	pc.ticker = time.NewTicker(time.Minute)
-	defer pc.ticker.Stop()
-	defer pc.stop()
+	pc := tickingPacer(t, &pacer{})
 	pc.frame(true, false) // memory only
 	time.Sleep(2 * soon)
 	pc.frame(true, true) // the process lists too
@@ -178,11 +187,7 @@ func TestPacerFirstFullFrameIsNotHeldBack(t *testing.T) {
 // A frame the user waits for (after a key, the mouse, a paste) is set
 // within soon; one after a snapshot within tickEvery.
 func TestPacerDrawsInputSooner(t *testing.T) {
-	p := tea.NewProgram(&pacedProbe{}, tea.WithInput(nil), tea.WithOutput(io.Discard))
-	pc := &pacer{prog: p, idleEvery: time.Minute, tried: true, shownData: true, shownAll: true}
-	pc.ticker = time.NewTicker(time.Minute)
-	defer pc.ticker.Stop()
-	defer pc.stop()
+	pc := tickingPacer(t, &pacer{shownData: true, shownAll: true})
 	m, _ := newTestModel(Options{})
 	pv := paced{Model: m, pc: pc}
 	pv.Update(tea.KeyPressMsg{Code: 'j'})
