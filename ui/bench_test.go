@@ -1,12 +1,10 @@
 package ui
 
 import (
-	"io"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	uv "github.com/charmbracelet/ultraviolet"
 
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -106,19 +104,12 @@ func BenchmarkFrame1GPU(b *testing.B) {
 			m, _ := newTestModel(Options{Now: func() time.Time { return t }})
 			m.setStyles(NewStyles(true, false))
 			send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(snap))
-			scr := uv.NewTerminalRenderer(io.Discard, []string{"TERM=xterm-256color"})
-			scr.SetFullscreen(true)
-			scr.Resize(200, 60)
-			buf := uv.NewScreenBuffer(200, 60)
+			screen := newOffScreen(200, 60)
 			frame := func() {
 				content := m.View().Content
-				if !draw {
-					return
+				if draw {
+					screen.draw(content)
 				}
-				buf.Clear()
-				uv.NewStyledString(content).Draw(buf, buf.Bounds())
-				scr.Render(buf.RenderBuffer)
-				scr.Flush()
 			}
 			frame()
 			b.ReportAllocs()

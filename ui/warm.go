@@ -32,11 +32,26 @@ func Warm() {
 	m := New(nil, Options{Now: func() time.Time { return now }})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	m.Update(snapshotMsg(snap))
-	buf := uv.NewScreenBuffer(w, h)
-	uv.NewStyledString(m.View().Content).Draw(buf, buf.Bounds())
+	newOffScreen(w, h).draw(m.View().Content)
+}
+
+// offScreen draws frames as Bubble Tea's renderer does (the frame parsed
+// into cells, diffed against the last, written out), to nowhere.
+type offScreen struct {
+	scr *uv.TerminalRenderer
+	buf uv.ScreenBuffer
+}
+
+func newOffScreen(w, h int) offScreen {
 	scr := uv.NewTerminalRenderer(io.Discard, []string{"TERM=xterm-256color"})
 	scr.SetFullscreen(true)
 	scr.Resize(w, h)
-	scr.Render(buf.RenderBuffer)
-	_ = scr.Flush()
+	return offScreen{scr: scr, buf: uv.NewScreenBuffer(w, h)}
+}
+
+func (o offScreen) draw(content string) {
+	o.buf.Clear()
+	uv.NewStyledString(content).Draw(o.buf, o.buf.Bounds())
+	o.scr.Render(o.buf.RenderBuffer)
+	_ = o.scr.Flush()
 }
