@@ -45,13 +45,11 @@ const (
 	tickEvery = 4 * time.Millisecond
 	// soon is the first frame with data's tick, every millisecond until
 	// firstFor has passed: at start-up the renderer is often still drawing
-	// the empty frame when the data comes (in a trace of the demo's
-	// start-up, the empty frame was written 4 ms after the data's View).
+	// the empty frame when the data comes (its first draw is the slowest).
 	soon     = time.Millisecond
 	firstFor = 16 * time.Millisecond
 	// retries is how many more rounds of ticks a frame gets while nothing
-	// has been written since it was asked for (none in 30 s of the demo
-	// with keys pressed: every frame was written at its first ticks).
+	// has been written since it was asked for.
 	retries = 5
 )
 

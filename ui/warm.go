@@ -14,12 +14,14 @@ import (
 // Warm draws one frame of the live view off screen, over the demo's GPUs,
 // and throws it away. The first frame a program draws costs far more than
 // the ones after it (code paged in for the first time, go-runewidth's
-// width table built, the renderer's buffers allocated): 13 ms between the
-// first frame's View and its write, for the demo on the development
-// machine, where later frames take about 2 ms. Run while the GPU driver
-// opens, in parallel, much of it no longer comes after the first sample:
-// with a 19 ms open simulated there, the demo's first frame came 8 ms
-// sooner.
+// width table built, the renderer's buffers allocated): on the development
+// machine the demo's first frame reached the screen 12 ms after it was
+// built (NEEDLE=H100 ARGS=--demo python3 bench/gpu/startup.py ./vramtop
+// out/ 8 0; the demo draws no warm-up frame, its source opens at once),
+// where a later frame takes about 2 ms (BenchmarkFrame1GPU/frame). Run
+// while the GPU driver opens, in parallel, much of that no longer comes
+// after the first sample: in a test build whose source took 19 ms more to
+// open, the demo's first frame came 8 ms sooner with the warm-up.
 func Warm() {
 	const w, h = 120, 40
 	now := time.Now()

@@ -8,9 +8,15 @@ CUDA processes of three users, and prints the median milliseconds from exec
 to each step it marks (the Go runtime and package initialisation done, the
 source open, the devices' memory published, the process lists published,
 the first frame with data built) and to the first output naming the GPU and
-one of the tenants' users.
+one of the tenants' users. TENANTS 0 leaves the second part out; ARGS adds
+arguments to the command line, NEEDLE changes the GPU name looked for:
+
+  NEEDLE=H100 ARGS=--demo python3 bench/gpu/startup.py ./vramtop out/ 8 0
+
+times the demo's start-up on a machine without a GPU.
 """
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -28,7 +34,8 @@ def trace(binary, outdir, runs, needles, label):
         path = os.path.join(outdir, f"trace-{label}-{i}")
         if os.path.exists(path):
             os.remove(path)
-        r = NeedleRun([binary], needles, cols=COLS, rows=ROWS, env={"VRAMTOP_TRACE": path})
+        argv = [binary] + shlex.split(os.environ.get("ARGS", ""))
+        r = NeedleRun(argv, needles, cols=COLS, rows=ROWS, env={"VRAMTOP_TRACE": path})
         deadline = time.time() + 10
         while len(r.seen) < len(needles) and time.time() < deadline:
             time.sleep(0.001)
@@ -53,6 +60,8 @@ def main():
     ntenants = int(sys.argv[4]) if len(sys.argv) > 4 else 100
     needle = os.environ.get("NEEDLE", "H200")
     trace(binary, outdir, runs, [needle], "idle card")
+    if ntenants == 0:
+        return
     work = tempfile.mkdtemp()
     tenants = start_tenants(ntenants, work)
     try:
