@@ -62,8 +62,9 @@ const startProcs = 2
 // startGCPercent is the heap goal during start-up: the heap grows from
 // nothing to its working size then, and the collections a smaller goal
 // starts on the way put the demo's first frame on the screen 9 ms later on
-// the development machine (40.3 against 31.7 ms from exec with GOGC=50 and
-// GOGC=400 set: NEEDLE=H100 ARGS=--demo python3 bench/gpu/startup.py ./vramtop out/ 8 0).
+// the development machine: 40.3 against 31.7 ms from exec with GOGC=50 and
+// GOGC=400 set (NEEDLE=H100 ARGS=--demo python3 bench/gpu/startup.py
+// ./vramtop out/ 8 0).
 const startGCPercent = 400
 
 // gcPercent is the heap goal once settled: half the live heap over it
