@@ -10,6 +10,7 @@ import (
 	"github.com/guptarohit/asciigraph"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -260,8 +261,12 @@ func Bytes(n uint64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
+// shortCommand is argv as one line of at most n characters. The job's own
+// argv is the caller's, but it may carry a file name or an argument from
+// anywhere: it is made inert here, as a leftover's command line is where
+// it is read.
 func shortCommand(argv []string, n int) string {
-	s := strings.Join(argv, " ")
+	s := inert.String(strings.Join(argv, " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

@@ -168,13 +168,14 @@ func (w *watch) leftovers(procRoot string, leader int) []Leftover {
 	return out
 }
 
-// cmdline is a process's command line, its arguments joined by spaces.
+// cmdline is a process's command line, its arguments joined by spaces and
+// made inert, as the sampler reads it (a leftover may be any program).
 func cmdline(procRoot string, pid int) string {
 	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	return strings.TrimSpace(sampler.CommandLine(b))
 }
 
 // endLeftovers sends SIGTERM to the job's group and to each leftover,

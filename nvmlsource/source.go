@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -226,11 +227,12 @@ func newSource(lib nvml.Interface, proc *sampler.ProcReader) (*nvmlSource, error
 	}
 	s.info = sampler.SourceInfo{Kind: "nvml"}
 	s.info.Hostname, _ = os.Hostname()
+	s.info.Hostname = inert.String(s.info.Hostname)
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
-		s.info.DriverVersion = v
+		s.info.DriverVersion = inert.String(v)
 	}
 	if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
-		s.info.NVMLVersion = v
+		s.info.NVMLVersion = inert.String(v)
 	}
 	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS && v > 0 {
 		s.info.CUDAVersion = cudaVersionString(v)
@@ -278,10 +280,10 @@ func (s *nvmlSource) openGPU(i int) *nvmlDev {
 	}
 	d.h = h
 	if name, ret := h.GetName(); ret == nvml.SUCCESS {
-		d.info.Name = name
+		d.info.Name = inert.String(name)
 	}
 	if uuid, ret := h.GetUUID(); ret == nvml.SUCCESS {
-		d.info.UUID = uuid
+		d.info.UUID = inert.String(uuid)
 	}
 	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
 		d.info.PCIBusID = cString(pci.BusId[:])
@@ -291,7 +293,7 @@ func (s *nvmlSource) openGPU(i int) *nvmlDev {
 	return d
 }
 
-// cString converts a NUL-terminated C char array.
+// cString converts a NUL-terminated C char array, made inert.
 func cString(b []int8) string {
 	out := make([]byte, 0, len(b))
 	for _, c := range b {
@@ -300,7 +302,7 @@ func cString(b []int8) string {
 		}
 		out = append(out, byte(c))
 	}
-	return string(out)
+	return inert.Bytes(out)
 }
 
 // scan builds the device list: every GPU, each GPU in MIG mode followed by
@@ -372,13 +374,13 @@ func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
 			MIG:      &sampler.MIGInfo{ParentIndex: g.info.Index, GPUInstanceID: gi, ComputeInstanceID: ci},
 		}}
 		if name, ret := mh.GetName(); ret == nvml.SUCCESS {
-			d.info.Name = name
-			if _, p, ok := strings.Cut(name, " MIG "); ok {
+			d.info.Name = inert.String(name)
+			if _, p, ok := strings.Cut(d.info.Name, " MIG "); ok {
 				d.info.MIG.Profile = p
 			}
 		}
 		if uuid, ret := mh.GetUUID(); ret == nvml.SUCCESS {
-			d.info.UUID = uuid
+			d.info.UUID = inert.String(uuid)
 		}
 		out = append(out, d)
 	}

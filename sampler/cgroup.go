@@ -3,6 +3,8 @@ package sampler
 import (
 	"bytes"
 	"strings"
+
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 // cgroupJob reads a /proc/PID/cgroup file, cgroup v1 ("4:memory:/docker/<id>")
@@ -12,7 +14,8 @@ import (
 // none of them (a login session, a system service).
 //
 // Of a v1 file's hierarchies the first line naming a job wins; they all name
-// the same one where there is one.
+// the same one where there is one. Whoever may create a cgroup directory
+// names it: the path is made inert before it is read.
 func cgroupJob(b []byte) *Job {
 	for line := range bytes.Lines(b) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
@@ -25,7 +28,7 @@ func cgroupJob(b []byte) *Job {
 		if j < 0 {
 			continue
 		}
-		if job := cgroupPathJob(string(line[i+1+j+1:])); job != nil {
+		if job := cgroupPathJob(inert.Bytes(line[i+1+j+1:])); job != nil {
 			return job
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 // ProcInfo is what /proc tells about one process.
@@ -25,6 +27,8 @@ type ProcInfo struct {
 	User string
 	// Command is the command line with arguments separated by spaces, or
 	// "[comm]" for a kernel thread or a process with an empty command line.
+	// It, User and the Job's fields are inert (internal/inert): any user
+	// can set a process's name and arguments, and name a cgroup.
 	Command string
 	// Container is the 12-character short id of the container the process
 	// runs in, from /proc/PID/cgroup; empty outside a container.
@@ -182,11 +186,11 @@ func (r *ProcReader) Lookup(pid uint32) ProcInfo {
 		}
 	}
 	if b, err := r.readFile(filepath.Join(dir, "cmdline"), procCmdlineMax); err == nil {
-		info.Command = cmdlineString(b)
+		info.Command = CommandLine(b)
 	}
 	if info.Command == "" {
 		if b, err := r.readFile(filepath.Join(dir, "comm"), 256); err == nil {
-			if c := string(bytes.TrimRight(b, "\n")); c != "" {
+			if c := inert.Bytes(bytes.TrimRight(b, "\n")); c != "" {
 				info.Command = "[" + c + "]"
 			}
 		} else if c, ok := statComm(stat); ok && c != "" {
@@ -240,6 +244,7 @@ func (r *ProcReader) userName(uid uint32) string {
 		return u.name
 	}
 	name, err := r.lookupUID(uid)
+	name = inert.String(name) // a directory service's name, not ours
 	if err != nil || name == "" {
 		name = strconv.FormatUint(uint64(uid), 10)
 		r.users[uid] = userEntry{name: name, expires: r.now().Add(userRetry)}
@@ -374,7 +379,7 @@ func statComm(stat []byte) (string, bool) {
 	if i < 0 || j <= i {
 		return "", false
 	}
-	return string(stat[i+1 : j]), true
+	return inert.Bytes(stat[i+1 : j]), true
 }
 
 // parseStatusUID returns the real UID from the "Uid:" line of
@@ -413,25 +418,25 @@ func procLine(b []byte, prefix string) ([]byte, bool) {
 	return nil, false
 }
 
-// cmdlineString turns the NUL-separated arguments of /proc/PID/cmdline into
-// one line: NULs become spaces, trailing NULs (and the padding of a process
-// that rewrote its title) are dropped.
-func cmdlineString(b []byte) string {
+// CommandLine turns the NUL-separated arguments of /proc/PID/cmdline into
+// one line, as the sampler shows it: NULs become spaces, trailing NULs (and the padding of a process
+// that rewrote its title) are dropped, and each argument is made inert (a
+// newline, an escape or a C1 control in an argument becomes
+// inert.Placeholder).
+func CommandLine(b []byte) string {
 	b = bytes.TrimRight(b, "\x00")
 	if len(b) == 0 {
 		return ""
 	}
-	out := make([]byte, len(b))
-	for i, c := range b {
-		switch {
-		case c == 0:
-			out[i] = ' '
-		case c < 0x20 || c == 0x7f:
-			// A newline or escape in an argument would break a table row.
-			out[i] = '?'
-		default:
-			out[i] = c
+	out := make([]byte, 0, len(b))
+	for {
+		arg, rest, more := bytes.Cut(b, []byte{0})
+		out = inert.AppendBytes(out, arg)
+		if !more {
+			break
 		}
+		out = append(out, ' ')
+		b = rest
 	}
 	return string(out)
 }

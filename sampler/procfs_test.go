@@ -316,11 +316,11 @@ func TestCmdlineString(t *testing.T) {
 		{"a\x00b c\x00d\x00", "a b c d"},
 		{"single", "single"},
 		{"\x00\x00", ""},
-		{"evil\nname\x00\x1b[31m\x00", "evil?name ?[31m"},
+		{"evil\nname\x00\x1b[31m\x00", "evil\uFFFDname \uFFFD[31m"},
 	}
 	for _, tt := range tests {
-		if got := cmdlineString([]byte(tt.in)); got != tt.want {
-			t.Errorf("cmdlineString(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := CommandLine([]byte(tt.in)); got != tt.want {
+			t.Errorf("CommandLine(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package sampler
 
 import (
 	"time"
+	"unicode/utf8"
 )
 
 // Snapshot is one published view of every device. It is a value: nothing in
@@ -174,11 +175,17 @@ func (j *Job) Name() string {
 	if j == nil {
 		return ""
 	}
+	// short keeps n bytes, cut at the start of a character: half of one
+	// is not UTF-8, and its continuation bytes (0x80-0xBF) read as C1
+	// controls to a terminal that does not decode UTF-8.
 	short := func(s string, n int) string {
-		if len(s) > n {
-			return s[:n]
+		if len(s) <= n {
+			return s
 		}
-		return s
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n]
 	}
 	switch {
 	case j.SlurmJobID != "":

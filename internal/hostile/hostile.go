@@ -1,0 +1,101 @@
+// Package hostile holds what the tests of untrusted text share: strings an
+// attacker would put in a process name, a command line, a cgroup
+// directory, a Prometheus label, a recording or a log, a fake /proc entry
+// that carries them, and the check that output holds no control sequence.
+package hostile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Strings are the seed corpus: each one tries to make a terminal do
+// something.
+var Strings = []string{
+	"\x1b]52;c;cm0gLXJmIH4K\a",             // OSC 52: write the clipboard
+	"\x1b]2;owned\a",                       // OSC 2: set the window title, BEL-ended
+	"\x1b]0;owned\x1b\\",                   // OSC 0, ST-ended
+	"\x1b[2J\x1b[H",                        // CSI: clear the screen, cursor home
+	"\x1b[31mred\x1b[0m",                   // SGR colour
+	"\u009b2J",                             // 8-bit CSI as UTF-8
+	"\u009d52;c;eA==\u009c",                // 8-bit OSC as UTF-8, 8-bit ST
+	"\x9b2J",                               // 8-bit CSI as a raw byte
+	"\x9d2;owned\a",                        // 8-bit OSC as a raw byte
+	"\u202egnp.exe\u202c",                  // right-to-left override
+	"\u2066isolate\u2069\u2067\u2068",      // isolates
+	"\xff\xfe\xc3",                         // not UTF-8
+	"del\x7fbel\a",                         // DEL, BEL
+	"two\nlines\rback\ttab",                // a second line, a carriage return
+	"\x1bP+q544e\x1b\\",                    // DCS
+	"name\x00after",                        // NUL
+	"ok \u65e5\u672c \u00e9 \u2014 \uFFFD", // clean text must stay as it is
+}
+
+// Check reports the first thing in out that no output of vramtop may hold
+// when it prints text from outside: ESC, BEL, a C1 control (U+0080–U+009F
+// or a raw byte 0x80–0x9F that is not part of UTF-8), another C0 control
+// than newline and tab, DEL, or a bidirectional override or isolate. nil
+// when there is none.
+func Check(out []byte) error {
+	for i := 0; i < len(out); {
+		r, n := utf8.DecodeRune(out[i:])
+		bad := ""
+		switch {
+		case r == utf8.RuneError && n == 1 && out[i] >= 0x80 && out[i] < 0xa0:
+			bad = "a raw C1 byte"
+		case r == 0x1b:
+			bad = "ESC"
+		case r == 0x07:
+			bad = "BEL"
+		case r < 0x20 && r != '\n' && r != '\t', r == 0x7f:
+			bad = "a control character"
+		case r >= 0x80 && r < 0xa0:
+			bad = "a C1 control"
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			bad = "a bidirectional override"
+		}
+		if bad != "" {
+			lo, hi := max(0, i-40), min(len(out), i+40)
+			return fmt.Errorf("%s at byte %d: %q", bad, i, out[lo:hi])
+		}
+		i += n
+	}
+	return nil
+}
+
+// Proc is one process of a fake /proc.
+type Proc struct {
+	PID     int
+	UID     int
+	Comm    string // /proc/PID/comm, without its newline
+	Cmdline string // /proc/PID/cmdline as it is: NUL-separated
+	Cgroup  string // /proc/PID/cgroup
+}
+
+// WriteProc writes p under root (a fake /proc), with a /proc/stat that
+// gives the boot time.
+func WriteProc(root string, p Proc) error {
+	dir := filepath.Join(root, strconv.Itoa(p.PID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Fields 3..24 of stat: state, ppid, ..., utime (14), stime (15),
+	// starttime (22), vsize, rss (24).
+	stat := strconv.Itoa(p.PID) + " (" + p.Comm + ") S 1 1 1 0 -1 0 0 0 0 0 50 10 0 0 20 0 1 0 1000 4096 256\n"
+	files := map[string]string{
+		"stat":    stat,
+		"status":  "Name:\tx\nUid:\t" + strconv.Itoa(p.UID) + "\t" + strconv.Itoa(p.UID) + "\t0\t0\n",
+		"comm":    p.Comm + "\n",
+		"cmdline": p.Cmdline,
+		"cgroup":  p.Cgroup,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(root, "stat"), []byte("cpu 0 0 0 0\nbtime 1700000000\n"), 0o644)
+}
