@@ -25,21 +25,28 @@ const nvmlLibrary = "libnvidia-ml.so.1"
 const migRescanInterval = 30 * time.Second
 
 // listMaxAge is how long a device's process list is reused while its used
-// memory reads the same: a process that starts, exits, grows or shrinks
-// changes the device's used memory, which is read at every sample for a few
-// microseconds, while the lists cost milliseconds at a hundred processes
-// (NVML builds each under its global lock). The bound catches memory that
-// moved between processes without changing the total.
-const listMaxAge = 30 * time.Second
+// memory reads the same. Memory can move between processes without changing
+// the total (one frees 3 GiB while another takes them, in the same second:
+// measured on an H200, a 30 s bound kept the old split on screen for 25 s),
+// so no list is reused for longer than the sampler's process interval: a
+// little under a second, so that the 1 s process poll lists every time,
+// while `vramtop run` (a poll every 250 ms) reuses a list for up to a
+// second while the memory stands still. What keeps the cost down at a
+// hundred processes is the rest of a list's work: /proc is read for new PIDs
+// only (hostStatsEvery for the others) and the graphics list only where its
+// memory could have changed (graphicsListEvery).
+const listMaxAge = 900 * time.Millisecond
 
-// hostStatsEvery is how often the /proc details of processes in reused lists
-// are read again (one stat file each: their CPU and host memory).
+// hostStatsEvery is how often the /proc details of processes already listed
+// are read again (one stat file each: their CPU and host memory); a PID new
+// to a device's list is read at once.
 const hostStatsEvery = 5 * time.Second
 
 // graphicsListEvery is how often the graphics list of a device that has shown
-// no graphics process is read: it costs as much empty as full (1.3–1.8 ms
-// with 100 compute processes on an H200). Until then a new graphics client's
-// memory counts as unattributed.
+// no graphics process is read while the memory the compute list does not
+// explain stays the same: it costs as much empty as full (1.3–1.8 ms with
+// 100 compute processes on an H200). A graphics client that appears raises
+// that memory, and the graphics list is read with the same poll.
 const graphicsListEvery = 30 * time.Second
 
 // migStaleRescan is how soon the MIG layout is read again after a MIG
@@ -90,6 +97,7 @@ type nvmlSource struct {
 	hostAt time.Time
 
 	pidIdx   map[uint32]int
+	prevIdx  map[uint32]int
 	utilSeen map[uint32]uint64
 	closed   bool
 }
@@ -125,9 +133,11 @@ type nvmlDev struct {
 	memErr, procErr errSlot
 
 	// used is the used memory of the last good memory reading; listedUsed
-	// and listedAt that of the last process list, whose entries (without
-	// /proc details) are listed.
+	// and listedAt that of the last process list, whose entries (with their
+	// /proc details) are listed; listedOther is the used memory that list
+	// did not account for.
 	used, listedUsed     uint64
+	listedOther          int64
 	memOK                bool
 	listedAt, graphicsAt time.Time
 	listed               []sampler.ProcSample
@@ -214,6 +224,7 @@ func newSource(lib nvml.Interface, proc *sampler.ProcReader) (*nvmlSource, error
 		proc:     proc,
 		hasV2:    true,
 		pidIdx:   map[uint32]int{},
+		prevIdx:  map[uint32]int{},
 		utilSeen: map[uint32]uint64{},
 	}
 	if ext := lib.Extensions(); ext != nil && ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") != nil {
@@ -542,7 +553,10 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		return buf, fmt.Errorf("NVML source: %d error slots for %d devices", len(errs), len(s.devs))
 	}
 	s.spans = s.spans[:0]
-	fresh := false
+	// Every hostStatsEvery the /proc details of every listed process are
+	// read again (their CPU and host memory, and a PID reused by a new
+	// process); in between only those of PIDs new to a device's list.
+	sweep := due(now, s.hostAt, hostStatsEvery)
 	for i, d := range s.devs {
 		errs[i] = nil
 		if d.h == nil {
@@ -574,39 +588,85 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 			d.hasListed = false
 			continue
 		}
-		if !d.noGraphics && (d.graphicsSeen || due(now, d.graphicsAt, graphicsListEvery)) {
+		// The graphics list is read with every list once the device has
+		// shown a graphics client, and otherwise where the memory that the
+		// compute list does not explain grew (a graphics client appeared)
+		// or every graphicsListEvery.
+		other := int64(d.used) - int64(listedBytes(buf[start:]))
+		grew := d.hasListed && other > d.listedOther
+		if !d.noGraphics && (d.graphicsSeen || grew || due(now, d.graphicsAt, graphicsListEvery)) {
 			d.graphicsAt = now
 			procs, ret = d.h.GetGraphicsRunningProcesses()
 			switch ret {
 			case nvml.SUCCESS:
 				d.graphicsSeen = len(procs) > 0
 				buf = s.merge(buf, start, i, procs, "graphics")
+				other = int64(d.used) - int64(listedBytes(buf[start:]))
 			case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
 				d.noGraphics = true
 			default:
 				errs[i] = d.procErr.get("listing graphics processes", ret)
 			}
 		}
+		if !sweep {
+			s.fillKnown(d, buf[start:])
+		}
 		s.spans = append(s.spans, listSpan{d, start, len(buf)})
 		d.listedUsed, d.listedAt, d.hasListed = d.used, now, d.memOK && errs[i] == nil
-		fresh = true
+		d.listedOther = other
 	}
-	// Every list reused: the processes are the last sweep's, whose /proc
-	// details (read one stat file each) are refreshed every hostStatsEvery,
-	// for their CPU and host memory. A fresh list reads them all, so a PID
-	// that came back is seen as the new process it is.
-	if fresh || due(now, s.hostAt, hostStatsEvery) {
+	if sweep {
 		for i := range buf {
 			s.proc.Lookup(buf[i].PID).Fill(&buf[i])
 		}
 		s.proc.Prune()
 		s.hostAt = now
-		// Each device keeps its list with those details, for reuse.
-		for _, sp := range s.spans {
-			sp.d.listed = append(sp.d.listed[:0], buf[sp.start:sp.end]...)
-		}
+	}
+	// Each device keeps its list with those details, for reuse.
+	for _, sp := range s.spans {
+		sp.d.listed = append(sp.d.listed[:0], buf[sp.start:sp.end]...)
 	}
 	return buf, nil
+}
+
+// listedBytes is the memory of the processes in ps whose use is known.
+func listedBytes(ps []sampler.ProcSample) uint64 {
+	var n uint64
+	for _, p := range ps {
+		n += p.UsedBytes
+	}
+	return n
+}
+
+// fillKnown gives the processes of a fresh list of d the /proc details that
+// d's previous list had for the same PID, and reads /proc for the others.
+func (s *nvmlSource) fillKnown(d *nvmlDev, ps []sampler.ProcSample) {
+	clear(s.prevIdx)
+	for j, p := range d.listed {
+		s.prevIdx[p.PID] = j
+	}
+	for i := range ps {
+		p := &ps[i]
+		j, ok := s.prevIdx[p.PID]
+		if !ok {
+			s.proc.Lookup(p.PID).Fill(p)
+			continue
+		}
+		q := &d.listed[j]
+		p.Visible, p.UID, p.HasUID, p.User = q.Visible, q.UID, q.HasUID, q.User
+		p.Command, p.Container, p.StartTime, p.Job = q.Command, q.Container, q.StartTime, q.Job
+		p.CPUPercent, p.HasCPU = q.CPUPercent, q.HasCPU
+		p.HostMemoryBytes, p.HasHostMemory = q.HostMemoryBytes, q.HasHostMemory
+	}
+}
+
+// ListedAt is when the process list of device dev was read from the driver
+// (sampler.ListTimer); zero where it has none.
+func (s *nvmlSource) ListedAt(dev int) time.Time {
+	if dev < 0 || dev >= len(s.devs) {
+		return time.Time{}
+	}
+	return s.devs[dev].listedAt
 }
 
 // merge adds the processes of one list of device dev to buf, merging a PID

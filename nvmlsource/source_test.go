@@ -307,8 +307,12 @@ func TestNVMLProcessCacheFollowsListing(t *testing.T) {
 	if n := s.proc.Len(); n != 2 {
 		t.Fatalf("%d processes cached, want 2", n)
 	}
+	// The /proc cache is swept with the details, every hostStatsEvery.
 	h.gpus[0].compute = nvmlProcs(1002, nvmlGiB)
-	nvmlReadProcs(t, s)
+	errs := make([]error, len(s.Info().Devices))
+	if _, err := s.ReadProcesses(nvmlT0.Add(hostStatsEvery), nil, errs); err != nil {
+		t.Fatal(err)
+	}
 	if n := s.proc.Len(); n != 1 {
 		t.Fatalf("after pid 1001 left the list, %d processes cached, want 1", n)
 	}
@@ -702,10 +706,13 @@ func TestNVMLMIGInstanceVanishes(t *testing.T) {
 	}
 }
 
-// A device whose used memory reads the same keeps its process list for up to
-// listMaxAge: the lists cost milliseconds, the memory reading microseconds.
-// A change of used memory, or the age bound, lists again; the graphics list
-// of a device without graphics clients is read every graphicsListEvery.
+// A device's process list is read at every process poll of a second or more
+// apart: memory that moves between processes leaves the device's used memory
+// unchanged, so a list reused for that reason would show the old split. Polls
+// closer together (vramtop run) reuse it while the used memory reads the
+// same. The graphics list of a device without graphics clients is read where
+// memory the compute list does not explain grew, and every
+// graphicsListEvery.
 func TestNVMLProcessListsFollowMemory(t *testing.T) {
 	h := newMockHost(nil)
 	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB)
@@ -738,47 +745,48 @@ func TestNVMLProcessListsFollowMemory(t *testing.T) {
 	if c, g := calls(); c != 1 || g != 1 {
 		t.Fatalf("first list: %d compute and %d graphics calls, want 1 and 1", c, g)
 	}
-	// Same memory a second later: the list is reused, with its /proc details.
-	if ps := at(time.Second); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" || ps[0].UsedBytes != 10*nvmlGiB {
+	// Same memory a quarter of a second later: the list is reused, with its
+	// /proc details.
+	if ps := at(250 * time.Millisecond); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" || ps[0].UsedBytes != 10*nvmlGiB {
 		t.Fatalf("reused list: %+v", ps)
 	}
 	if c, _ := calls(); c != 1 {
-		t.Errorf("unchanged memory: %d compute calls, want the list reused (1)", c)
+		t.Errorf("unchanged memory 250 ms later: %d compute calls, want the list reused (1)", c)
 	}
-	// A new process: used memory changes, and the list is read again.
-	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB, 1002, 2*nvmlGiB)
-	h.gpus[0].mem.Used += 2 * nvmlGiB
-	if ps := at(2 * time.Second); len(ps) != 2 {
-		t.Fatalf("after a new process: %+v, want both", ps)
+	// A second later the list is read again, and keeps the /proc details.
+	if ps := at(time.Second); len(ps) != 1 || ps[0].User != "root" || ps[0].Command == "" {
+		t.Fatalf("list a second later: %+v", ps)
 	}
 	if c, g := calls(); c != 2 || g != 1 {
-		t.Errorf("memory changed: %d compute and %d graphics calls, want 2 and 1 (no graphics client seen, read every %v)", c, g, graphicsListEvery)
+		t.Errorf("a second later: %d compute and %d graphics calls, want 2 and 1 (no graphics client seen, read every %v)", c, g, graphicsListEvery)
 	}
-	// Memory that moved between processes without changing the total shows
-	// within listMaxAge.
-	h.gpus[0].compute = nvmlProcs(1001, 9*nvmlGiB, 1002, 3*nvmlGiB)
-	tSplit := 2*time.Second + listMaxAge
-	if ps := at(tSplit); len(ps) != 2 || ps[0].UsedBytes+ps[1].UsedBytes != 12*nvmlGiB || max(ps[0].UsedBytes, ps[1].UsedBytes) != 9*nvmlGiB {
-		t.Errorf("after listMaxAge: %+v, want the new split", ps)
+	// A new process: used memory changes, the compute list explains it.
+	h.gpus[0].compute = nvmlProcs(1001, 10*nvmlGiB, 1002, 2*nvmlGiB)
+	h.gpus[0].mem.Used += 2 * nvmlGiB
+	if ps := at(2 * time.Second); len(ps) != 2 || ps[1].User != "root" {
+		t.Fatalf("after a new process: %+v, want both, with their /proc details", ps)
 	}
-	_, g0 := calls() // the graphics list was due again by then too
-	// A graphics client appears: its memory changes the total, so the
-	// compute list is read at once; the graphics list within
-	// graphicsListEvery of its last reading.
+	if c, g := calls(); c != 3 || g != 1 {
+		t.Errorf("memory the compute list explains: %d compute and %d graphics calls, want 3 and 1", c, g)
+	}
+	// Memory that moved between processes without changing the total
+	// shows at the next poll.
+	h.gpus[0].compute = nvmlProcs(1001, 7*nvmlGiB, 1002, 5*nvmlGiB)
+	if ps := at(3 * time.Second); len(ps) != 2 || ps[0].UsedBytes != 7*nvmlGiB || ps[1].UsedBytes != 5*nvmlGiB {
+		t.Errorf("a second after memory moved: %+v, want the new split", ps)
+	}
+	// A graphics client appears: the memory the compute list does not
+	// explain grows, and the graphics list is read in the same poll.
 	h.gpus[0].graphics = nvmlProcs(2001, nvmlGiB)
 	h.gpus[0].mem.Used += nvmlGiB
-	if ps := at(tSplit + time.Second); len(ps) != 2 {
-		t.Fatalf("graphics client before its list is due: %+v, want the 2 compute processes (its memory unattributed)", ps)
+	if ps := at(4 * time.Second); len(ps) != 3 || ps[2].PID != 2001 || ps[2].Type != "graphics" {
+		t.Fatalf("graphics client: %+v, want it listed at once", ps)
 	}
-	h.gpus[0].mem.Used += nvmlGiB
-	if ps := at(tSplit + graphicsListEvery); len(ps) != 3 {
-		t.Fatalf("graphics client after graphicsListEvery: %+v, want it listed", ps)
-	}
+	_, g0 := calls()
 	// From then on the graphics list is read with every list.
-	h.gpus[0].mem.Used += nvmlGiB
-	at(tSplit + graphicsListEvery + time.Second)
-	if _, g := calls(); g != g0+2 {
-		t.Errorf("%d graphics calls after %d, want 2 more: once a device has graphics clients, its graphics list is read every time", g, g0)
+	at(5 * time.Second)
+	if _, g := calls(); g != g0+1 {
+		t.Errorf("%d graphics calls after %d, want 1 more: once a device has graphics clients, its graphics list is read every time", g, g0)
 	}
 }
 
@@ -819,8 +827,9 @@ func TestNVMLIdleGPUSkipsProcessUtilization(t *testing.T) {
 	}
 }
 
-// While every list is reused, /proc is read again only every hostStatsEvery
-// (for the processes' CPU and host memory); a fresh list reads it at once.
+// The /proc details of a process already listed are read again only every
+// hostStatsEvery (for its CPU and host memory), whether the list is reused or
+// read again; a PID new to the list is read at once.
 func TestNVMLReusedListsReadProcLess(t *testing.T) {
 	h, s, root := openWithFakeProc(t, 4242)
 	out := make([]sampler.MemSample, len(s.Info().Devices))
@@ -852,16 +861,32 @@ func TestNVMLReusedListsReadProcLess(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !visible(time.Second) {
-		t.Error("a reused list within hostStatsEvery read /proc again")
+		t.Error("a list within hostStatsEvery read /proc again for a known PID")
+	}
+	h.gpus[0].mem.Used += nvmlMiB
+	if !visible(2 * time.Second) {
+		t.Error("a fresh list within hostStatsEvery read /proc again for a known PID")
 	}
 	if visible(hostStatsEvery + time.Second) {
 		t.Errorf("after hostStatsEvery (%v) /proc was not read again", hostStatsEvery)
 	}
-	// A fresh list (memory moved) reads /proc at once.
-	writeFakeProc(t, root, []uint32{4242})
+	// A PID new to the list is read at once.
+	writeFakeProc(t, root, []uint32{4243})
+	h.gpus[0].compute = append(h.gpus[0].compute, nvmlProcs(4243, nvmlMiB)...)
 	h.gpus[0].mem.Used += nvmlMiB
-	if !visible(hostStatsEvery + 2*time.Second) {
-		t.Error("a fresh list did not read /proc")
+	errs2 := make([]error, len(out))
+	now := nvmlT0.Add(hostStatsEvery + 2*time.Second)
+	if err := s.ReadMemory(now, out); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.ReadProcesses(now, nil, errs2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.PID == 4243 && (!p.Visible || p.Command == "") {
+			t.Errorf("a PID new to the list: %+v, want its /proc details at once", p)
+		}
 	}
 }
 
@@ -926,5 +951,56 @@ func TestNVMLGaugesReadOnceASecond(t *testing.T) {
 	// At 1 s sampling every sample reads them, even one a little early.
 	if m = read(time.Second + 995*time.Millisecond); calls() != 3 {
 		t.Fatalf("a 1 s tick 5 ms early did not read the gauges (%d calls)", calls())
+	}
+}
+
+// Two processes swap 3 GiB within one second, so that the device's used
+// memory reads the same: at the default 1 s interval the snapshots show the
+// new split within 2 s, and say when the list they show was read.
+func TestNVMLSwapShowsWithinTwoSeconds(t *testing.T) {
+	h := newMockHost(nil)
+	g := h.gpus[0]
+	g.compute = nvmlProcs(1001, 4*nvmlGiB, 1002, nvmlGiB)
+	g.mem.Used = 5 * nvmlGiB
+	src := h.open(t)
+	now := nvmlT0
+	smp, err := sampler.New(src, sampler.Config{Interval: time.Second, History: time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := func(snap sampler.Snapshot, pid uint32) uint64 {
+		d, _ := snap.Device("0")
+		for _, p := range d.Processes {
+			if p.PID == pid && !p.Exited {
+				return p.Used()
+			}
+		}
+		return 0
+	}
+	// Ticks a little off the second, as a timer fires.
+	tick := func(d time.Duration) sampler.Snapshot {
+		now = nvmlT0.Add(d)
+		snap, _ := smp.Tick(now)
+		return snap
+	}
+	for i := range 5 {
+		tick(time.Duration(i)*time.Second + time.Duration(i%2)*3*time.Millisecond)
+	}
+	swapAt := 4*time.Second + 500*time.Millisecond
+	g.compute = nvmlProcs(1001, nvmlGiB, 1002, 4*nvmlGiB)
+	shown := time.Duration(-1)
+	for d := 5 * time.Second; d <= 40*time.Second; d += time.Second - time.Millisecond {
+		snap := tick(d)
+		if used(snap, 1001) == nvmlGiB && used(snap, 1002) == 4*nvmlGiB {
+			shown = d - swapAt
+			dev, _ := snap.Device("0")
+			if age := snap.Time.Sub(dev.ListedAt); dev.ListedAt.IsZero() || age > time.Second {
+				t.Errorf("listed_at %v at %v (%v old), want the list of this poll", dev.ListedAt, snap.Time, age)
+			}
+			break
+		}
+	}
+	if shown < 0 || shown > 2*time.Second {
+		t.Fatalf("memory that moved between two processes with the device's used memory unchanged showed after %v, want within 2s", shown)
 	}
 }

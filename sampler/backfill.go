@@ -28,3 +28,12 @@ type LateBackfiller interface {
 type Omitter interface {
 	Omitted(dev int) (n int, bytes uint64, known bool)
 }
+
+// A ListTimer is a Source whose process lists can be older than the call
+// that returned them (the NVML source reuses a list for up to a second
+// while a device's used memory reads the same; a fleet host's processes are
+// as old as its exporter's last answer). After each ReadProcesses the
+// sampler asks it when device dev's list was read; zero means now.
+type ListTimer interface {
+	ListedAt(dev int) time.Time
+}

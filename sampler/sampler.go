@@ -149,6 +149,9 @@ type devState struct {
 	// usedAtProcs is the used memory read in the tick of the last process
 	// list, for the unattributed figure.
 	usedAtProcs uint64
+	// listedAt is when the process list the device shows was read (the
+	// last one that did not fail).
+	listedAt time.Time
 	// omitted counts the processes the last list left out (Omitter), and
 	// omittedBytes is their memory where omittedKnown.
 	omitted      int
@@ -700,9 +703,18 @@ func (s *Sampler) pollProcesses(now time.Time) {
 	s.procPolls++
 	gen := s.procPolls
 	om, _ := s.src.(Omitter)
+	lt, _ := s.src.(ListTimer)
 	for i, d := range s.devs {
 		d.err = s.errBuf[i]
 		d.usedAtProcs = d.last.Used
+		if d.err == nil {
+			d.listedAt = now
+			if lt != nil {
+				if at := lt.ListedAt(i); !at.IsZero() && at.Before(now) {
+					d.listedAt = at
+				}
+			}
+		}
 		if om != nil {
 			d.omitted, d.omittedBytes, d.omittedKnown = om.Omitted(i)
 		}
@@ -876,6 +888,9 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		}
 		if !snap.ProcessesPending {
 			dev.Unattributed = unattributed(dev, d.usedAtProcs)
+			if !d.info.NoProcessList {
+				dev.ListedAt = d.listedAt
+			}
 		}
 		snap.Devices[i] = dev
 	}

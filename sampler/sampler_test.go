@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -1060,3 +1061,53 @@ func TestHistoryThatComesLateIsMergedBeforeTheSamples(t *testing.T) {
 		t.Fatalf("the newest sample is %d, want the device's own 1 GiB", v)
 	}
 }
+
+// A device's snapshot says when the process list it shows was read: the
+// poll's time while listing works, the last good list's while it fails (its
+// processes kept), and the list's own time where the source says it is older
+// (ListTimer). The JSON carries it as listed_at.
+func TestListedAt(t *testing.T) {
+	f := newFake(2)
+	f.setProcs(fakeProc(0, 10, fakeGiB, ringT0), fakeProc(1, 11, fakeGiB, ringT0))
+	s := newSampler(t, f, Config{Interval: time.Second})
+	snap, _ := s.Tick(ringT0)
+	for _, d := range snap.Devices {
+		if !d.ListedAt.Equal(ringT0) {
+			t.Errorf("device %s listed at %v, want the poll's time %v", d.ID, d.ListedAt, ringT0)
+		}
+	}
+	f.mu.Lock()
+	f.procErrs[1] = errors.New("timed out")
+	f.mu.Unlock()
+	var d1 Device
+	for i := 1; i <= 5; i++ {
+		snap, _ = s.Tick(ringT0.Add(time.Duration(i) * time.Second))
+		d1, _ = snap.Device("1")
+	}
+	if d0, _ := snap.Device("0"); !d0.ListedAt.Equal(ringT0.Add(5 * time.Second)) {
+		t.Errorf("device 0 listed at %v, want the last poll's time", d0.ListedAt)
+	}
+	if !d1.ListedAt.Equal(ringT0) || len(d1.Processes) != 1 {
+		t.Errorf("device 1, failing since 1s: listed at %v with %d processes, want the last good list (%v) kept", d1.ListedAt, len(d1.Processes), ringT0)
+	}
+	b, err := json.Marshal(d1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"listed_at":"` + ringT0.Format(time.RFC3339Nano) + `"`; !strings.Contains(string(b), want) {
+		t.Errorf("device JSON %s, want %s", b, want)
+	}
+	lt := &listTimerSource{fakeSource: f, at: ringT0.Add(3 * time.Second)}
+	s = newSampler(t, lt, Config{Interval: time.Second})
+	snap, _ = s.Tick(ringT0.Add(10 * time.Second))
+	if d0, _ := snap.Device("0"); !d0.ListedAt.Equal(lt.at) {
+		t.Errorf("a source whose list is older: listed at %v, want %v", d0.ListedAt, lt.at)
+	}
+}
+
+type listTimerSource struct {
+	*fakeSource
+	at time.Time
+}
+
+func (l *listTimerSource) ListedAt(int) time.Time { return l.at }

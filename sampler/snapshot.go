@@ -81,6 +81,11 @@ type Device struct {
 	MIG        *MIGInfo `json:"mig,omitempty"`
 
 	Processes []Process `json:"processes"`
+	// ListedAt is when the process list shown (and so Unattributed) was
+	// read: at the default 1 s interval within the last second, older at a
+	// slower interval, where the list failed (the last good one is kept) or
+	// for a fleet host that is down. Zero where the device has no list.
+	ListedAt time.Time `json:"listed_at,omitzero"`
 	// NoProcessList is true where the source cannot list this device's
 	// processes (a host seen only through dcgm-exporter).
 	NoProcessList bool `json:"no_process_list,omitempty"`

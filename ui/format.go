@@ -169,6 +169,22 @@ func severalHosts(snap sampler.Snapshot) bool {
 	return false
 }
 
+// staleListAfter is the age past which a device's process list is marked
+// with its age (sampler.Device.ListedAt): at the default interval a list is
+// at most a second old; a slow interval, a failing list or a fleet host
+// that is down leaves an older one.
+const staleListAfter = 2 * time.Second
+
+// listAge is how old the process list of d is at the snapshot's time, and
+// whether that is past staleListAfter.
+func listAge(snap sampler.Snapshot, d sampler.Device) (time.Duration, bool) {
+	if d.ListedAt.IsZero() {
+		return 0, false
+	}
+	age := snap.Time.Sub(d.ListedAt)
+	return age, age > staleListAfter
+}
+
 // hostDownPrefix starts the error of each device of a fleet host that is
 // down or stale (fleet.HostDownPrefix): the device holds the last values
 // seen, and the rest of the error says why and since when.

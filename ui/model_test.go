@@ -1519,3 +1519,41 @@ func TestOmittedProcessesHaveARowOfTheirOwn(t *testing.T) {
 		t.Errorf("the live view lacks the row for the processes not exported:\n%s", s)
 	}
 }
+
+// A device whose process list is older than staleListAfter (a slow
+// interval, a failing list) has its age beside each of its process rows, on
+// the screen and in the --once table; the other devices' rows have none.
+func TestOldProcessListMarked(t *testing.T) {
+	snap := fakeSnap(t, 2)
+	snap.Devices = slices.Clone(snap.Devices)
+	snap.Devices[0].ListedAt = snap.Time.Add(-12 * time.Second)
+	snap.Devices[1].ListedAt = snap.Time.Add(-time.Second)
+	m := newReady(snap, [2]int{160, 50})
+	check := func(what, text string) {
+		t.Helper()
+		var on0, on1, marked0 int
+		for _, l := range strings.Split(text, "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 || !strings.Contains(l, "python") && !strings.Contains(l, "unattributed") {
+				continue
+			}
+			switch f[0] {
+			case "0":
+				on0++
+				if strings.HasPrefix(strings.TrimSpace(l), "0 12s old") {
+					marked0++
+				}
+			case "1":
+				on1++
+			}
+			if f[0] == "1" && strings.Contains(l, " old") {
+				t.Errorf("%s: GPU 1's list is a second old, its row is marked: %q", what, l)
+			}
+		}
+		if on0 == 0 || marked0 != on0 {
+			t.Errorf("%s: %d of GPU 0's %d rows marked 12s old, want all:\n%s", what, marked0, on0, text)
+		}
+	}
+	check("screen", screenText(m))
+	check("--once", ansi.Strip(renderTable(m.st, snap, DefaultThresholdsForTest())))
+}

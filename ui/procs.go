@@ -99,6 +99,11 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 	withHost := severalHosts(snap)
 	for _, d := range snap.Devices {
 		label := procDeviceLabel(d, withHost)
+		if age, old := listAge(snap, d); old {
+			// The device's processes are from an older list: say how old,
+			// beside each of their figures.
+			label += " " + fmtAge(age) + " old"
+		}
 		if d.NoProcessList {
 			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
 			continue

@@ -7,6 +7,10 @@
                                         for HOLD_S; log each spike's start/end
   tenant.py allocloop SECONDS           allocation-heavy loop; print iterations/s
   tenant.py grow STEP_MIB               grow until out of memory (for `vramtop run`)
+  tenant.py flip FROM_MIB TO_MIB START PERIOD_S COUNT READYFILE
+                                        hold FROM, write READYFILE, then at the epoch
+                                        START and every PERIOD_S after, COUNT times,
+                                        switch between holding FROM and TO (bench/gpu/swap.py)
 """
 import os
 import signal
@@ -74,6 +78,36 @@ def allocloop(seconds):
     print(f"{n / (time.time() - t0):.1f}")
 
 
+def flip(frm, to, start, period, count, ready):
+    # The smaller size stays allocated; the difference comes and goes, and
+    # goes back to the driver (empty_cache), so that two tenants flipping
+    # opposite ways move memory between them and leave the total alone.
+    base = torch.empty(min(frm, to) * MiB, dtype=torch.uint8, device="cuda")
+    base.fill_(1)
+    extra = None
+
+    def resize(want):
+        nonlocal extra
+        if want > min(frm, to) and extra is None:
+            extra = torch.empty((want - min(frm, to)) * MiB, dtype=torch.uint8, device="cuda")
+            extra.fill_(1)
+        elif want == min(frm, to) and extra is not None:
+            extra = None
+            torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+
+    resize(frm)
+    with open(ready + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(ready + ".tmp", ready)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    for k in range(count):
+        time.sleep(max(0.0, start + k * period - time.time()))
+        resize(to if k % 2 == 0 else frm)
+    while True:
+        time.sleep(3600)
+
+
 def grow(step):
     keep = []
     i = 0
@@ -95,6 +129,8 @@ if __name__ == "__main__":
         spike(int(a[0]), int(a[1]), float(a[2]), float(a[3]), a[4], float(a[5]))
     elif mode == "allocloop":
         allocloop(float(a[0]))
+    elif mode == "flip":
+        flip(int(a[0]), int(a[1]), float(a[2]), float(a[3]), int(a[4]), a[5])
     elif mode == "grow":
         try:
             grow(int(a[0]))
