@@ -73,6 +73,7 @@ type DevPatch struct {
 	Power      *float64    `json:"pw"`
 	Err        *string     `json:"err"`
 	RecentPeak *uint64     `json:"rp"`
+	ListAge    *int64      `json:"la"`
 	H          *Samples    `json:"h"`
 	Clear      []string    `json:"clr"`
 	Procs      []ProcPatch `json:"dp"`
@@ -143,6 +144,8 @@ func (p *DevPatch) apply(d *DevRec) error {
 			d.Err = ""
 		case "rp":
 			d.RecentPeak = nil
+		case "la":
+			d.ListAge = 0
 		default:
 			return errorf("unknown device field %q to clear", f)
 		}
@@ -157,6 +160,7 @@ func (p *DevPatch) apply(d *DevRec) error {
 	setPtr(&d.Power, p.Power)
 	set(&d.Err, p.Err)
 	setPtr(&d.RecentPeak, p.RecentPeak)
+	set(&d.ListAge, p.ListAge)
 	d.H = p.H
 	return nil
 }

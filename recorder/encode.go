@@ -157,6 +157,10 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 		if d.RecentPeakUsed != d.MemoryUsed {
 			dr.RecentPeak = sampler.Ptr(d.RecentPeakUsed)
 		}
+		dr.ListAge = -1
+		if !d.ListedAt.IsZero() {
+			dr.ListAge = snap.Time.Sub(d.ListedAt).Nanoseconds()
+		}
 		dk := seriesKey{dev: d.ID}
 		dr.H = e.newSamples(dk, d.History, tn, d.MemoryUsed, true)
 		if len(d.Processes) > 0 {

@@ -113,6 +113,10 @@ type DevRec struct {
 	// RecentPeak is the highest used memory sampled since the previous
 	// snapshot, where it differs from Used.
 	RecentPeak *uint64 `json:"rp,omitempty"`
+	// ListAge is how much older than the line the device's process list
+	// is (sampler.Device.ListedAt), in ns: absent (0) for a list read at
+	// that poll, -1 where the device has no list.
+	ListAge int64 `json:"la,omitempty"`
 	// H lists the history samples taken since the device's previous line;
 	// nil means just (T, Used).
 	H     *Samples  `json:"h,omitempty"`

@@ -521,6 +521,9 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 			Processes: make([]sampler.Process, len(d.Procs)),
 		}
 		dev.PeakUsed = dev.History.Max()
+		if d.ListAge >= 0 && !di.NoProcessList {
+			dev.ListedAt = time.Unix(0, tn-d.ListAge)
+		}
 		dev.RecentPeakUsed = d.Used
 		if d.RecentPeak != nil {
 			dev.RecentPeakUsed = *d.RecentPeak
