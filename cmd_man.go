@@ -46,7 +46,7 @@ func manPage() string {
 	page.WithSection("Environment", env.String())
 	page.WithSection("Files", "$XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml)\n    "+
 		"the settings, one key = value each; vramtop config --example prints one with every key")
-	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify), 2 bad usage; vramtop run exits with the status of its command")
+	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify), 2 bad usage; vramtop run, and pick and wait with -- CMD, exit with the status of the command")
 	return page.Build(roff.NewDocument())
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -12,22 +13,34 @@ import (
 )
 
 // runPick prints the freest GPU (or a comma list, freest first) and exits
-// 1 with one line on stderr when too few have the memory asked for.
+// 1 with one line on stderr when too few have the memory asked for. It
+// skips GPUs other vramtop users claimed and claims the ones it prints
+// (see package claims); with a command after --, it runs it on them.
 func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--demo]\n\n"+
+	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--uuid] [--demo] [-- CMD [ARGS...]]\n\n"+
 		"Prints the index of the freest GPU (a comma list, freest first, with --count),\n"+
 		"for CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py. MIG instances are\n"+
 		"printed by UUID. Exits 1 when too few GPUs qualify. On a host with mixed GPU\n"+
-		"models also set CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does.\n\n", stderr)
+		"models also set CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA numbers GPUs as NVML does.\n\n"+
+		"GPUs another vramtop user claimed are skipped, and the GPUs printed are claimed until a new\n"+
+		"process shows up on them or --claim-ttl passes, so that two picks at once get different\n"+
+		"GPUs. With -- CMD, pick runs CMD with CUDA_VISIBLE_DEVICES set, holds the claim while it\n"+
+		"runs, and exits with its status. Claims are advisory, between vramtop users only.\n\n", stderr)
 	var sf sourceFlags
 	sf.addDemo(fs)
 	var pf pickFlags
 	pf.add(fs, "pick only GPUs with at least this much free `size` (20GiB = 20·2^30 bytes, 20GB = 20·10^9, 512MiB, 1.5TiB, bytes)", "how many GPUs to pick (`n`)")
-	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
+	var cf claimFlags
+	cf.add(fs)
+	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	opt, ok := pf.options(fs.Name(), stderr)
+	argv, ok := commandArgs(fs, stderr)
 	if !ok {
+		return exitUsage
+	}
+	opt, ok := pf.options(fs.Name(), stderr)
+	if !ok || !cf.valid(fs.Name(), stderr) {
 		return exitUsage
 	}
 	s, code := sf.newSampler(stderr)
@@ -36,13 +49,36 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	snap := s.Once()
 	s.Close()
-	picks, err := advisor.PickDevices(snap, opt)
-	if err != nil {
-		fmt.Fprintf(stderr, "vramtop pick: %v\n", err)
-		return 1
+	cl := newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
+	until := time.Time{}
+	if argv == nil {
+		until = time.Now().Add(cf.ttl)
 	}
-	fmt.Fprintln(stdout, advisor.JoinPicks(picks))
-	return 0
+	// Another pick may claim a GPU between reading the claims and taking
+	// one: each lost race makes the GPU claimed, and the pick is tried
+	// again without it.
+	for range len(snap.Devices) + 1 {
+		cl.refresh()
+		free, claimed := cl.unclaimed(snap)
+		picks, err := advisor.PickDevices(free, opt)
+		if err != nil {
+			if claimed != "" {
+				err = fmt.Errorf("%v; %s", err, claimed)
+			}
+			fmt.Fprintf(stderr, "vramtop pick: %v\n", err)
+			return 1
+		}
+		held, ok := cl.take(snap, picks, until)
+		if !ok {
+			continue
+		}
+		if cf.uuid {
+			byUUID(snap, picks)
+		}
+		return handOut(ctx, fs.Name(), sf, cf, argv, snap, picks, held, stdout, stderr)
+	}
+	fmt.Fprintln(stderr, "vramtop pick: the GPUs were claimed by others meanwhile")
+	return 1
 }
 
 // pickFlags are --min-free and --count, of pick and wait.

@@ -19,6 +19,7 @@ func runPickArgs(args ...string) (stdout, stderr string, code int) {
 }
 
 func TestPickDemo(t *testing.T) {
+	freshClaims(t)
 	out, errOut, code := runPickArgs("--demo", "--count", "3")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -72,11 +73,12 @@ func TestPickErrors(t *testing.T) {
 }
 
 func TestPickMinFreeAcceptsUnits(t *testing.T) {
+	freshClaims(t)
 	// The demo's freest GPU has more than 20 GiB free, less than 1 TiB:
 	// every spelling of 20 GiB picks the same GPU, and 1 TiB none.
 	first := ""
 	for _, size := range []string{"20GiB", "20Gi", "20480MiB", "21474836480", "21.474836480GB"} {
-		out, errOut, code := runPickArgs("--demo", "--min-free", size)
+		out, errOut, code := runPickArgs("--demo", "--min-free", size, "--no-claim")
 		if code != 0 || out == "" || first != "" && out != first {
 			t.Errorf("--min-free %s: exit %d, %q %q (first pick %q)", size, code, out, errOut, first)
 		}

@@ -61,31 +61,58 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vramtop run: --report %q: want text or json\n", *reportFmt)
 		return exitUsage
 	}
+	return runJob(ctx, "vramtop run", jobSpec{
+		sf: sf, argv: argv, record: *record, reportFmt: *reportFmt, reportFile: *reportFile,
+		killLeftovers: *killLeftovers, killGrace: *killGrace,
+	}, stdout, stderr)
+}
+
+// jobSpec is a job for runJob: vramtop run's, or the command vramtop wait
+// and vramtop pick start on the GPUs they claimed.
+type jobSpec struct {
+	sf   sourceFlags
+	argv []string
+	// env, when not nil, is the command's environment.
+	env []string
+	// record is the recording's path ("": none); reportFmt is text, json
+	// or "" (no report); reportFile where it goes ("": stderr).
+	record, reportFmt, reportFile string
+	killLeftovers                 bool
+	killGrace                     time.Duration
+}
+
+// runJob runs j.argv as a watched job and returns its exit status, after
+// the report j asks for. Errors are one line after name.
+func runJob(ctx context.Context, name string, j jobSpec, stdout, stderr io.Writer) int {
+	if j.killGrace <= 0 {
+		j.killGrace = jobrun.DefaultKillGrace
+	}
+	sf, argv := j.sf, j.argv
 	// Everything that can fail is checked before the job starts.
 	var rep io.Writer = stderr
-	if *reportFile != "" {
-		f, err := os.OpenFile(*reportFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if j.reportFile != "" {
+		f, err := os.OpenFile(j.reportFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "vramtop run: report file: %v\n", err)
+			fmt.Fprintf(stderr, "%s: report file: %v\n", name, err)
 			return exitUsage
 		}
 		defer f.Close()
 		rep = f
 	}
-	src, s, code := sf.start("vramtop run", sampler.Config{ProcessInterval: sampler.JobProcessInterval}, stderr)
+	src, s, code := sf.start(name, sampler.Config{ProcessInterval: sampler.JobProcessInterval}, stderr)
 	if s == nil {
 		return code
 	}
 	var rec *recorder.Writer
-	if *record != "" {
+	if j.record != "" {
 		var err error
 		rec, err = recorder.Open(recorder.Options{
-			Path: *record, Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
+			Path: j.record, Interval: sf.interval, History: sf.history, Program: "vramtop " + version,
 			ProcessInterval: sampler.JobProcessInterval,
 		})
 		if err != nil {
 			s.Close()
-			fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1
 		}
 	}
@@ -96,10 +123,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 
 	cfg := jobrun.Config{
-		Argv: argv, Sampler: s, Record: rec,
+		Argv: argv, Env: j.env, Sampler: s, Record: rec,
 		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
 		Signals: sigs, Foreground: true,
-		KillLeftovers: *killLeftovers, KillGrace: *killGrace,
+		KillLeftovers: j.killLeftovers, KillGrace: j.killGrace,
 	}
 	if d, ok := src.(*demo.Demo); ok {
 		// The child's real PID is on no demo GPU: show it on one, with a
@@ -120,24 +147,26 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vramtop run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return r.ExitCode
 	}
 	if src.Info().Demo {
 		r.Notes = append(r.Notes, fmt.Sprintf("--demo: the GPUs are the built-in demo and the job's memory on GPU %d is simulated", demoJobDevice))
 	}
-	if *reportFmt == "json" {
+	switch j.reportFmt {
+	case "":
+	case "json":
 		enc := json.NewEncoder(rep)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
-	} else {
+	default:
 		_, err = io.WriteString(rep, r.Text(60))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vramtop run: writing the report: %v\n", err)
+		fmt.Fprintf(stderr, "%s: writing the report: %v\n", name, err)
 	}
-	if *reportFile != "" && *reportFmt == "text" {
-		fmt.Fprintf(stderr, "vramtop run: report written to %s\n", filepath.Clean(*reportFile))
+	if j.reportFile != "" && j.reportFmt == "text" {
+		fmt.Fprintf(stderr, "%s: report written to %s\n", name, filepath.Clean(j.reportFile))
 	}
 	return r.ExitCode
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -20,11 +21,15 @@ const defaultSettle = 10 * time.Second
 // runWait blocks until enough GPUs qualify and have kept qualifying for
 // the settle time, then prints them as pick does.
 func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo]\n\n"+
+	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo] [-- CMD [ARGS...]]\n\n"+
 		"Waits until --count GPUs each have --min-free free (and at most --max-util utilization), and\n"+
 		"have kept it for --settle, then prints them as vramtop pick does, freest first:\n"+
 		"CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB) python train.py starts the job on the first\n"+
-		"card that frees up. Exit status: 0 picked, 1 timed out, 2 bad usage, 130 or 143 interrupted.\n\n", stderr)
+		"card that frees up. Exit status: 0 picked, 1 timed out, 2 bad usage, 130 or 143 interrupted.\n\n"+
+		"GPUs another vramtop user claimed do not qualify, and the GPUs printed are claimed until a new\n"+
+		"process shows up on them or --claim-ttl passes: two waiters never get the same GPU. With\n"+
+		"-- CMD, wait runs CMD on the GPUs (CUDA_VISIBLE_DEVICES set), holds the claim while it runs and\n"+
+		"exits with its status. Claims are advisory, between vramtop users only.\n\n", stderr)
 	var sf sourceFlags
 	sf.addDemo(fs)
 	sf.addInterval(fs)
@@ -33,11 +38,17 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxUtil := fs.Float64("max-util", 100, "and at most this utilization `percent` (a GPU that reports none qualifies)")
 	settle := fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
 	timeout := fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
-	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
+	var cf claimFlags
+	cf.add(fs)
+	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	opt, ok := pf.options(fs.Name(), stderr)
+	argv, ok := commandArgs(fs, stderr)
 	if !ok {
+		return exitUsage
+	}
+	opt, ok := pf.options(fs.Name(), stderr)
+	if !ok || !cf.valid(fs.Name(), stderr) {
 		return exitUsage
 	}
 	switch {
@@ -58,11 +69,15 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	w := newWaiter(opt, *maxUtil, *settle)
+	w.cl = newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
+	if argv == nil {
+		w.ttl = cf.ttl
+	}
 	var status func(string)
 	if isTerminal(stderr) {
 		status = func(line string) { fmt.Fprintf(stderr, "\r\x1b[Kvramtop wait: %s", line) }
 	}
-	picks, err := w.wait(ctx, s, status)
+	picks, held, snap, err := w.wait(ctx, s, status)
 	if status != nil {
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
@@ -73,8 +88,10 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	fmt.Fprintln(stdout, advisor.JoinPicks(picks))
-	return 0
+	if cf.uuid {
+		byUUID(snap, picks)
+	}
+	return handOut(ctx, fs.Name(), sf, cf, argv, snap, picks, held, stdout, stderr)
 }
 
 // waiter follows snapshots until opt.Count devices have qualified for
@@ -85,6 +102,10 @@ type waiter struct {
 	settle  time.Duration
 	since   map[string]time.Time // device ID → since when it qualifies
 	reason  string               // why no pick yet, for the status line and the timeout
+	// cl, when set, skips GPUs claimed by others and claims the picks,
+	// until ttl from now (0: while the command runs).
+	cl  *claimer
+	ttl time.Duration
 }
 
 func newWaiter(opt advisor.PickOptions, maxUtil float64, settle time.Duration) *waiter {
@@ -98,6 +119,11 @@ func (w *waiter) qualifies(snap sampler.Snapshot, i int) bool {
 	if d.UtilizationPercent != nil && *d.UtilizationPercent > w.maxUtil {
 		return false
 	}
+	if w.cl != nil {
+		if _, claimed := w.cl.claimOf(d); claimed {
+			return false
+		}
+	}
 	one := snap
 	one.Devices = snap.Devices[i : i+1]
 	_, err := advisor.PickDevices(one, advisor.PickOptions{MinFree: w.opt.MinFree, Count: 1})
@@ -108,6 +134,9 @@ func (w *waiter) qualifies(snap sampler.Snapshot, i int) bool {
 // opt.Count devices have qualified since settle ago or earlier.
 func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 	now := snap.Time
+	if w.cl != nil {
+		w.cl.refresh()
+	}
 	settled := snap
 	settled.Devices = nil
 	seen := map[string]bool{}
@@ -144,7 +173,11 @@ func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 			return picks, true
 		}
 	}
-	switch _, err := advisor.PickDevices(snap, w.opt); {
+	unclaimed, claimed := snap, ""
+	if w.cl != nil {
+		unclaimed, claimed = w.cl.unclaimed(snap)
+	}
+	switch _, err := advisor.PickDevices(unclaimed, w.opt); {
 	case qualifying >= w.opt.Count:
 		w.reason = fmt.Sprintf("%d of %d GPUs qualify, settling (%v left of %v)", qualifying, len(snap.Devices), soonest.Round(time.Second), w.settle)
 	case err != nil:
@@ -152,12 +185,16 @@ func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 	default:
 		w.reason = fmt.Sprintf("the GPUs with the memory are above %g%% utilization", w.maxUtil)
 	}
+	if claimed != "" && qualifying < w.opt.Count {
+		w.reason += "; " + claimed
+	}
 	return nil, false
 }
 
-// wait feeds the sampler's snapshots to observe until it picks or ctx
-// ends. status, when not nil, is told why there is no pick yet.
-func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(string)) ([]advisor.Pick, error) {
+// wait feeds the sampler's snapshots to observe until it picks (and, with
+// a claimer, has claimed the picks) or ctx ends. status, when not nil, is
+// told why there is no pick yet. snap is the snapshot picked from.
+func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(string)) (picks []advisor.Pick, held []*claims.Held, snap sampler.Snapshot, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
@@ -177,10 +214,20 @@ func (w *waiter) wait(ctx context.Context, s *sampler.Sampler, status func(strin
 			if w.reason != "" {
 				why += ": " + w.reason
 			}
-			return nil, errors.New(why)
-		case snap := <-snaps:
+			return nil, nil, snap, errors.New(why)
+		case snap = <-snaps:
 			if picks, ok := w.observe(snap); ok {
-				return picks, nil
+				if w.cl == nil {
+					return picks, nil, snap, nil
+				}
+				var until time.Time
+				if w.ttl > 0 {
+					until = time.Now().Add(w.ttl)
+				}
+				if held, ok := w.cl.take(snap, picks, until); ok {
+					return picks, held, snap, nil
+				}
+				w.reason = "another vramtop claimed the GPU first"
 			}
 			if status != nil && w.reason != shown {
 				shown = w.reason

@@ -38,6 +38,9 @@ var version = ""
 const exitUsage = 2
 
 func main() {
+	if code, ok := holderMain(); ok {
+		os.Exit(code) // vramtop as the holder of claims (cmd_claims.go)
+	}
 	starttrace.Mark("main")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// VRAMTOP_CPUPROFILE=FILE writes a CPU profile of the run (go tool pprof).

@@ -11,11 +11,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/nvmlsource"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
+func TestMain(m *testing.M) {
+	if code, ok := holderMain(); ok {
+		os.Exit(code) // a claim's holder, started by a pick or wait of a test
+	}
+	// No test claims a GPU in the directory every user shares.
+	dir, err := os.MkdirTemp("", "vramtop-claims-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(claims.EnvDir, dir)
+	code := testbin.Run(m)
+	endHolders(dir)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func vramtop(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()

@@ -20,6 +20,8 @@ import (
 type Config struct {
 	// Argv is the command and its arguments.
 	Argv []string
+	// Env, when not nil, is the command's environment (else vramtop's).
+	Env []string
 	// Sampler samples the GPUs; Run drives it and closes it.
 	Sampler *sampler.Sampler
 	// Record, when set, receives every snapshot; Run does not close it.

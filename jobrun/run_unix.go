@@ -38,6 +38,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	defer cfg.Sampler.Close()
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Stdin, cmd.Stdout = cfg.Stdin, cfg.Stdout
+	cmd.Env = cfg.Env
 	scan := &scanner{}
 	// The child writes to a pipe; a goroutine copies to Stderr and the
 	// scanner, byte for byte, as it comes.
