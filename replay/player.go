@@ -102,6 +102,9 @@ func (p *Player) advance() (snap sampler.Snapshot, publish bool, wait time.Durat
 			wait = max(d, time.Millisecond)
 		}
 	}
+	// The index may have been thinned since (a background scan): the
+	// snapshot in force at the moment replayed is found again.
+	p.idx = p.rec.Index(p.pos)
 	idx := p.idx
 	publish = idx != p.shown
 	p.shown = idx

@@ -6,8 +6,10 @@
 // index of its lines (time, place in the file, keyframe), not the
 // snapshots: a snapshot is rebuilt when asked for, from the lines of the
 // history window before it. Memory grows with the length of a recording
-// only by the index (about 48 bytes a line), and the time to reach a
-// moment with the history window, not with the length.
+// only by the index (48 bytes a line), up to maxEntries lines: past that
+// the index is thinned to one line in every 2, 4, … (the others are never
+// shown), so that no recording takes more than a fixed ceiling. The time to
+// reach a moment grows with the history window, not with the length.
 package replay
 
 import (
@@ -97,9 +99,21 @@ type scanner struct {
 	fileIdx uint16
 	warn    func(Warning)
 	line    int
-	hdr     int32 // -1: none yet
-	key     int32 // the file's current keyframe; -1: none
+	// hdrP is the header in force (nil: none yet); hdr its place in the
+	// index (-1: not in it, or in an index generation gone, gen).
+	hdrP *recorder.Header
+	hdr  int32
+	// keyL is the file's current keyframe (haveKey), keyT its time; key
+	// its place in the index, as hdr.
+	keyL    loc
+	haveKey bool
+	key     int32
 	keyT    int64
+	gen     int
+	// skipped is the file's last snapshot line if thinning left it out: it
+	// is indexed at the end of the file, so that the recording ends where
+	// it does.
+	skipped *skippedLine
 	partial []byte
 	// tooLong: the line being read is past MaxLine; its bytes are dropped.
 	tooLong bool
@@ -264,8 +278,8 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		if h.Version > recorder.Version {
 			p.warnf(p.line, "recording format version %d is newer than this vramtop reads (%d); reading what it knows", h.Version, recorder.Version)
 		}
-		p.hdr, p.sawHeader = p.r.addHeader(&h), true
-		p.key = -1 // a header starts the keyframes over
+		p.hdrP, p.hdr, p.sawHeader = &h, -1, true
+		p.haveKey = false // a header starts the keyframes over
 		return
 	}
 	hd, ok := readHead(line)
@@ -285,51 +299,151 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		return
 	}
 	p.r.setZone(hd.T.Location())
-	if p.hdr < 0 {
+	if p.hdrP == nil {
 		if !p.noHeader {
 			p.warnf(p.line, "snapshot before any header line; device names unknown")
 			p.noHeader = true
 		}
-		p.hdr = p.r.addHeader(&recorder.Header{Format: recorder.Format, Version: recorder.Version})
+		p.hdrP, p.hdr = &recorder.Header{Format: recorder.Format, Version: recorder.Version}, -1
 	}
 	e := entry{
 		t: hd.T.UnixNano(), seq: hd.Seq, off: off + int64(lead), n: uint32(len(line)), line: int32(p.line),
-		mem: mem, hdr: p.hdr, kf: -1, file: p.fileIdx, key: hd.Key,
+		mem: mem, kf: -1, file: p.fileIdx, key: hd.Key,
 	}
+	var key *loc
 	switch {
 	case hd.Key:
-		p.key, p.keyT = p.r.addKey(loc{file: p.fileIdx, mem: mem, off: e.off, n: e.n, line: e.line}), e.t
+		p.keyL, p.haveKey, p.key, p.keyT = loc{file: p.fileIdx, mem: mem, off: e.off, n: e.n, line: e.line}, true, -1, e.t
 	case hd.KF != nil:
-		if p.key < 0 || *hd.KF != p.keyT {
+		if !p.haveKey || *hd.KF != p.keyT {
 			p.warnf(p.line, "line skipped: its keyframe is missing or damaged")
 			return
 		}
-		e.kf = p.key
+		key = &p.keyL
 	}
-	p.r.addLine(e)
+	p.add(e, p.hdrP, key, false)
 	if p.onLine != nil {
 		p.onLine()
 	}
 }
 
-func (r *Recording) addHeader(h *recorder.Header) int32 {
-	r.ixMu.Lock()
-	defer r.ixMu.Unlock()
-	r.ix.headers = append(r.ix.headers, h)
-	return int32(len(r.ix.headers) - 1)
+// maxEntries is the most lines the index holds (48 bytes each: 24 MiB). It
+// is a variable for the tests.
+var maxEntries = 1 << 19
+
+// skippedLine is a snapshot line that thinning left out of the index, with
+// the header and keyframe it needs.
+type skippedLine struct {
+	e   entry
+	hdr *recorder.Header
+	key loc
+	kf  bool
 }
 
-func (r *Recording) addKey(l loc) int32 {
+// add indexes snapshot line e, under header h, a delta of (or itself) the
+// keyframe key (nil: a whole record), unless the index is thinned and
+// leaves it out (force: it is kept whatever). Headers and keyframes enter
+// the index with the first line kept that needs them.
+func (p *scanner) add(e entry, h *recorder.Header, key *loc, force bool) {
+	r := p.r
 	r.ixMu.Lock()
-	defer r.ixMu.Unlock()
-	r.ix.keys = append(r.ix.keys, l)
-	return int32(len(r.ix.keys) - 1)
-}
-
-func (r *Recording) addLine(e entry) {
-	r.ixMu.Lock()
-	r.ix.lines = append(r.ix.lines, e)
+	if !force {
+		ord := r.seen
+		r.seen++
+		if ord&(1<<r.shift-1) != 0 {
+			p.skipped = &skippedLine{e: e, hdr: h, kf: key != nil}
+			if key != nil {
+				p.skipped.key = *key
+			}
+			r.ixMu.Unlock()
+			return
+		}
+	}
+	p.skipped = nil
+	thinned := false
+	if len(r.ix.lines) >= maxEntries {
+		// Thinning rewrites the lines in place: not while a snapshot is
+		// rebuilt from them (mu is taken before ixMu).
+		r.ixMu.Unlock()
+		r.mu.Lock()
+		r.ixMu.Lock()
+		r.thinLocked()
+		r.mu.Unlock()
+		thinned = r.shift == 1
+	}
+	if p.gen != r.ix.gen {
+		p.hdr, p.key, p.gen = -1, -1, r.ix.gen
+	}
+	x := &r.ix
+	if p.hdr < 0 || x.headers[p.hdr] != h {
+		x.headers = append(x.headers, h)
+		p.hdr = int32(len(x.headers) - 1)
+	}
+	e.hdr = p.hdr
+	if key != nil {
+		if p.key < 0 || x.keys[p.key] != *key {
+			x.keys = append(x.keys, *key)
+			p.key = int32(len(x.keys) - 1)
+		}
+		e.kf = p.key
+	}
+	if len(x.lines) == cap(x.lines) {
+		// Grown by hand, so that it never holds room past maxEntries.
+		n := min(max(2*cap(x.lines), 1024), maxEntries)
+		x.lines = append(make([]entry, 0, max(n, len(x.lines)+1)), x.lines...)
+	}
+	x.lines = append(x.lines, e)
 	r.ixMu.Unlock()
+	if thinned {
+		p.warn(Warning{File: p.f.name, Msg: fmt.Sprintf("more than %d snapshots: the index keeps one in every 2 (in every 4, 8, … as the recording goes on), so that memory stays bounded; steps and --at land on the snapshots kept", maxEntries)})
+	}
+}
+
+// flushSkipped indexes the file's last line if thinning left it out.
+func (p *scanner) flushSkipped() {
+	if s := p.skipped; s != nil {
+		var key *loc
+		if s.kf {
+			key = &s.key
+		}
+		p.add(s.e, s.hdr, key, true)
+	}
+}
+
+// thinLocked halves the index in place, keeping every other line and the
+// headers and keyframes these need. The caller holds mu and ixMu.
+func (r *Recording) thinLocked() {
+	x := &r.ix
+	var headers []*recorder.Header
+	var keys []loc
+	hmap, kmap := map[int32]int32{}, map[int32]int32{}
+	n := 0
+	for i := 0; i < len(x.lines); i += 2 {
+		e := x.lines[i]
+		h, ok := hmap[e.hdr]
+		if !ok {
+			headers = append(headers, x.headers[e.hdr])
+			h = int32(len(headers) - 1)
+			hmap[e.hdr] = h
+		}
+		e.hdr = h
+		if e.kf >= 0 {
+			k, ok := kmap[e.kf]
+			if !ok {
+				keys = append(keys, x.keys[e.kf])
+				k = int32(len(keys) - 1)
+				kmap[e.kf] = k
+			}
+			e.kf = k
+		}
+		x.lines[n] = e
+		n++
+	}
+	clear(x.lines[n:])
+	x.lines, x.headers, x.keys = x.lines[:n], headers, keys
+	x.gen++
+	r.cur = nil
+	r.shift++
 }
 
 func (r *Recording) setZone(z *time.Location) {
@@ -534,6 +648,7 @@ func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn fun
 		}
 		p.finish()
 	}
+	p.flushSkipped()
 	if len(r.view().lines) == before && !p.sawHeader {
 		return fmt.Errorf("%s is not a vramtop recording", display)
 	}
@@ -630,7 +745,10 @@ func OpenBackground(ctx context.Context, path string, warn func(Warning)) (*Reco
 			return
 		}
 		r.ixMu.Lock()
-		r.ix.lines = sortLines(r.ix.lines)
+		if lines := sortLines(r.ix.lines); &lines[0] != &r.ix.lines[0] {
+			r.ix.lines = lines
+			r.ix.gen++
+		}
 		r.ixMu.Unlock()
 	}()
 	<-first

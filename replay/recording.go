@@ -32,6 +32,10 @@ type Recording struct {
 	// stop ends a background scan; scanned is closed when it has ended.
 	stop    context.CancelFunc
 	scanned chan struct{}
+	// seen counts the snapshot lines scanned; the index keeps those whose
+	// count is a multiple of 1<<shift (see maxEntries).
+	seen  int64
+	shift uint
 
 	mu     sync.Mutex
 	warned map[int32]bool // lines reported damaged while rebuilding
@@ -47,14 +51,25 @@ type index struct {
 	keys    []loc
 	lines   []entry
 	zone    *time.Location
+	// gen counts the times the index was thinned: a line's place means
+	// another line in another generation.
+	gen int
 }
 
-// view returns the index as it stands: its slices only grow, and what they
-// hold never changes.
+// view returns the index as it stands. Its slices only grow, except when
+// the index is thinned (in place, under mu as well): a view is used under
+// ixMu (read), or under mu.
 func (r *Recording) view() index {
 	r.ixMu.RLock()
 	defer r.ixMu.RUnlock()
 	return r.ix
+}
+
+// with calls f with the index, under ixMu.
+func (r *Recording) with(f func(x *index)) {
+	r.ixMu.RLock()
+	defer r.ixMu.RUnlock()
+	f(&r.ix)
 }
 
 // series is the recent history of one device or process: its last samples,
@@ -132,6 +147,7 @@ type seriesKey struct {
 // cursor is the replay's state after one line: the history of every
 // series and the last record read.
 type cursor struct {
+	gen    int // the index generation its places are in
 	i      int // the last line applied
 	step   int
 	series map[seriesKey]*series
@@ -207,32 +223,43 @@ func (r *Recording) decodeAt(c *cursor, j int) (recorder.Record, error) {
 }
 
 // Demo reports whether the recording is of the built-in demo.
-func (r *Recording) Demo() bool {
-	x := r.view()
-	return x.headers[x.lines[0].hdr].Demo
+func (r *Recording) Demo() (demo bool) {
+	r.with(func(x *index) { demo = x.headers[x.lines[0].hdr].Demo })
+	return demo
 }
 
 // Len returns the number of snapshots (so far, while a background scan
 // runs).
-func (r *Recording) Len() int { return len(r.view().lines) }
+func (r *Recording) Len() (n int) {
+	r.with(func(x *index) { n = len(x.lines) })
+	return n
+}
 
 // Start returns the time of the first snapshot.
 func (r *Recording) Start() time.Time { return r.Time(0) }
 
 // End returns the time of the last snapshot (so far).
-func (r *Recording) End() time.Time { x := r.view(); return x.time(len(x.lines) - 1) }
+func (r *Recording) End() (t time.Time) {
+	r.with(func(x *index) { t = x.time(len(x.lines) - 1) })
+	return t
+}
 
-// Time returns the time of snapshot i.
-func (r *Recording) Time(i int) time.Time { x := r.view(); return x.time(i) }
+// Time returns the time of snapshot i (of the last one if there are no
+// longer that many: the index was thinned since i was found).
+func (r *Recording) Time(i int) (t time.Time) {
+	r.with(func(x *index) { t = x.time(min(i, len(x.lines)-1)) })
+	return t
+}
 
 func (x *index) time(i int) time.Time { return time.Unix(0, x.lines[i].t).In(x.zone) }
 
 // Index returns the snapshot in force at t: the last one at or before t
 // (the first one when t is before the recording).
-func (r *Recording) Index(t time.Time) int {
-	x := r.view()
+func (r *Recording) Index(t time.Time) (i int) {
 	tn := t.UnixNano()
-	i := sort.Search(len(x.lines), func(i int) bool { return x.lines[i].t > tn })
+	r.with(func(x *index) {
+		i = sort.Search(len(x.lines), func(i int) bool { return x.lines[i].t > tn })
+	})
 	if i == 0 {
 		return 0
 	}
@@ -279,15 +306,20 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 	defer r.mu.Unlock()
 	r.cx = r.view()
 	r.seqR.ixMu, r.keyR.ixMu = &r.ixMu, &r.ixMu
+	// The index may have been thinned since i was found.
+	i = min(i, len(r.cx.lines)-1)
 	start := r.from(i)
 	c := r.cur
+	if c != nil && c.gen != r.cx.gen {
+		c = nil
+	}
 	if c != nil && c.i > i && (c.start > start || !r.back(c, i)) {
 		c = nil
 	}
 	if c == nil || i-c.i > i-start {
 		// A new cursor starts early enough to step back maxUndo lines.
 		early := r.from(max(0, i-maxUndo))
-		c = &cursor{i: early - 1, start: early, series: map[seriesKey]*series{}, recIdx: -1, kfIdx: -1}
+		c = &cursor{gen: r.cx.gen, i: early - 1, start: early, series: map[seriesKey]*series{}, recIdx: -1, kfIdx: -1}
 		r.cur = c
 	}
 	for c.i < i {
