@@ -219,8 +219,10 @@ func handOut(ctx context.Context, name string, sf sourceFlags, cf claimFlags, ar
 			fmt.Fprintf(stderr, "%s: the claim ends now: %v\n", name, err)
 		}
 		releaseAll(held)
-		if _, err := fmt.Fprintln(stdout, value); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		if !writeOutput(stdout, stderr, name, func(w io.Writer) error {
+			_, err := fmt.Fprintln(w, value)
+			return err
+		}) {
 			return 1
 		}
 		return 0

@@ -30,7 +30,12 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	if *example {
-		fmt.Fprint(stdout, config.Documented(defaults))
+		if !writeOutput(stdout, stderr, "vramtop config", func(w io.Writer) error {
+			_, err := io.WriteString(w, config.Documented(defaults))
+			return err
+		}) {
+			return 1
+		}
 		return 0
 	}
 	cfg, err := config.Load(os.Getenv)
@@ -39,29 +44,34 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	path, _ := config.Path(os.Getenv)
-	switch {
-	case cfg.File != "":
-		fmt.Fprintf(stdout, "config file: %s\n", cfg.File)
-	case path != "":
-		fmt.Fprintf(stdout, "config file: %s (none there)\n", path)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	for _, k := range config.Keys() {
-		v, from := defaults[k.Name], "default"
-		if f, ok := cfg.Get(k.Name); ok {
-			v, from = f.Value, f.Origin
-		}
 		if f := fs.Lookup(k.Name); f.Changed {
-			v, from = f.Value.String(), "--"+k.Name
-			if err := config.Check(k.Name, v); err != nil {
+			if err := config.Check(k.Name, f.Value.String()); err != nil {
 				fmt.Fprintf(stderr, "vramtop config: --%s: %v\n", k.Name, err)
 				return exitUsage
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, v, from)
 	}
-	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(stderr, "vramtop config: %v\n", err)
+	if !writeOutput(stdout, stderr, "vramtop config", func(w io.Writer) error {
+		switch {
+		case cfg.File != "":
+			fmt.Fprintf(w, "config file: %s\n", cfg.File)
+		case path != "":
+			fmt.Fprintf(w, "config file: %s (none there)\n", path)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range config.Keys() {
+			v, from := defaults[k.Name], "default"
+			if f, ok := cfg.Get(k.Name); ok {
+				v, from = f.Value, f.Origin
+			}
+			if f := fs.Lookup(k.Name); f.Changed {
+				v, from = f.Value.String(), "--"+k.Name
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, v, from)
+		}
+		return tw.Flush()
+	}) {
 		return 1
 	}
 	return 0

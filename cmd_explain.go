@@ -163,14 +163,13 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			e = e.WithLive(snap)
 		}
 	}
-	var err error
-	if *asJSON {
-		err = writeJSON(stdout, e)
-	} else {
-		_, err = io.WriteString(stdout, e.Text())
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "vramtop explain: %v\n", err)
+	if !writeOutput(stdout, stderr, "vramtop explain", func(w io.Writer) error {
+		if *asJSON {
+			return writeJSON(w, e)
+		}
+		_, err := io.WriteString(w, e.Text())
+		return err
+	}) {
 		return 1
 	}
 	if !e.Found {

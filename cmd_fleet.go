@@ -71,8 +71,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		src.WaitFirst(ctx)
 		snap := s.Once()
 		s.Close()
-		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
-			fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		if !writeOutput(stdout, stderr, "vramtop fleet", func(w io.Writer) error {
+			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+		}) {
 			return 1
 		}
 		if snap.Err != "" {

@@ -21,8 +21,10 @@ func runMan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	if _, err := io.WriteString(stdout, manPage()); err != nil {
-		fmt.Fprintf(stderr, "vramtop man: %v\n", err)
+	if !writeOutput(stdout, stderr, "vramtop man", func(w io.Writer) error {
+		_, err := io.WriteString(w, manPage())
+		return err
+	}) {
 		return 1
 	}
 	return 0

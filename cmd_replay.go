@@ -117,8 +117,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			i = rec.Index(moment)
 		}
 		snap := rec.Snapshot(i)
-		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
-			fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
+		if !writeOutput(stdout, stderr, "vramtop replay", func(w io.Writer) error {
+			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+		}) {
 			return 1
 		}
 		return 0

@@ -305,8 +305,9 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *once {
 		snap := s.Once()
 		s.Close()
-		if err := writeSnapshot(stdout, snap, th.Thresholds, *asJSON); err != nil {
-			fmt.Fprintf(stderr, "vramtop: %v\n", err)
+		if !writeOutput(stdout, stderr, "vramtop", func(w io.Writer) error {
+			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+		}) {
 			return 1
 		}
 		return 0
