@@ -44,6 +44,9 @@ func MinimalGzip(tb testing.TB, dir string, n int) string {
 	return path
 }
 
+// raceEnabled is set under the race detector.
+var raceEnabled bool
+
 // indexBytes is what the index of r holds, in bytes.
 func indexBytes(r *Recording) int {
 	x := r.view()
@@ -54,8 +57,8 @@ func indexBytes(r *Recording) int {
 // (here 1.5 million of them, 2.4 MB compressed) opens with an index of at
 // most maxEntries lines, and says that it thinned it.
 func TestIndexIsBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 1.5 million lines")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes 1.5 million lines (minutes under the race detector)")
 	}
 	const n = 1_500_000
 	path := MinimalGzip(t, t.TempDir(), n)
