@@ -150,6 +150,10 @@ type oomFormat struct {
 	anchor    *pattern
 	// accept, when set, tells a message from prose that mentions one.
 	accept func(c anchorCtx) bool
+	// acceptLine is accept for a format that decides by the anchor's
+	// cleaned line alone: it is asked once a line, however many anchors
+	// the line holds.
+	acceptLine func(line string) bool
 	// tail marks a format that reads the end of another's message (a
 	// message whose head was cut off): a hit shortly after one of the
 	// same framework is part of it.
@@ -214,9 +218,12 @@ func Explain(log string) Explanation { return explain(log, true) }
 
 // explain is Explain; gate false tries every format's anchor in every
 // region (tests check that the lits gate changes no result).
-func explain(log string, gate bool) Explanation {
+func explain(log string, gate bool) Explanation { return explainRegions(log, regions(log), gate) }
+
+// explainRegions is explain over the regions of log given.
+func explainRegions(log string, rs []region, gate bool) Explanation {
 	var fd folder
-	for _, r := range regions(log) {
+	for _, r := range rs {
 		explainRegion(log[r.start:r.end], r.line, &fd, gate)
 	}
 	if fd.n == 0 {
@@ -261,7 +268,16 @@ func explainRegion(text string, firstLine int, fd *folder, gate bool) {
 		if gate && !fm.mayMatch(sq) {
 			continue
 		}
+		lineSeen, lineOK := -1, false
 		for _, loc := range fm.anchor.FindAllStringIndex(f.text, -1) {
+			if fm.acceptLine != nil {
+				if li := f.lineAt(loc[0]); li != lineSeen {
+					lineSeen, lineOK = li, fm.acceptLine(f.lines[li])
+				}
+				if !lineOK {
+					continue
+				}
+			}
 			if fm.accept != nil {
 				li := f.lineAt(loc[0])
 				c := anchorCtx{text: f.text, at: loc[0], before: f.text[f.start[li]:loc[0]], line: f.lines[li], lineOffset: f.start[li]}
@@ -305,10 +321,23 @@ func explainRegion(text string, firstLine int, fd *folder, gate bool) {
 
 // pathContext is the text that names the source path of the message at
 // offset at, line li: the cleaned text just before it (the lines a
-// terminal wrapped it from), then its own raw line (its logger prefix).
+// terminal wrapped it from), then its own raw line (its logger prefix). Of
+// a raw line longer than pathLine bytes (a log that lost its line breaks,
+// holding many messages) it keeps the start and the pathLine bytes around
+// the message, so that each message costs the same however long its line.
 func pathContext(f *flatLog, li, at int) string {
-	return f.text[max(0, at-300):at] + "\n" + f.raw[li]
+	raw := f.raw[li]
+	if len(raw) > pathLine {
+		// The cleaned line is the raw one without its logger prefixes.
+		off := len(raw) - len(f.lines[li]) + at - f.start[li]
+		lo, hi := max(0, off-pathLine/2), min(len(raw), off+pathLine/2)
+		raw = raw[:min(pathLine/4, lo)] + " " + raw[lo:hi]
+	}
+	return f.text[max(0, at-300):at] + "\n" + raw
 }
+
+// pathLine bounds the raw line that pathContext gives.
+const pathLine = 1024
 
 // A folder keeps the last message of a log and counts them, merging an
 // allocator's warnings into the TensorFlow or JAX error that follows them,

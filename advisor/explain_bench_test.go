@@ -52,34 +52,16 @@ func progressLine(size int) string {
 	return b.String()
 }
 
-func benchExplain(b *testing.B, log string) {
-	b.SetBytes(int64(len(log)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		e := Explain(log)
-		if !e.Found || val(e.RequestedBytes) != 2<<30 || val(e.FreeBytes) != 1148903752 {
-			b.Fatalf("the OOM at the end was not read: found %v, requested %d, free %d", e.Found, val(e.RequestedBytes), val(e.FreeBytes))
-		}
-	}
-}
-
-// go test -run '^$' -bench 'ExplainLog100MB' -benchmem -benchtime 3x ./advisor/
-func BenchmarkExplainLog100MB(b *testing.B) {
-	b.Run("training-5pct-memory-stats", func(b *testing.B) { benchExplain(b, trainingLog(benchLogSize)) })
-	b.Run("progress-bar-one-line", func(b *testing.B) { benchExplain(b, progressLine(benchLogSize)) })
-}
-
 // VRAMTOP_EXPLAIN_BENCH_LOGS=DIR go test -run TestExplainWriteBenchLogs ./advisor/
-// writes the benchmark's two logs to DIR (training.log, progress.log), to
-// time `vramtop explain` on them.
+// writes each shape of logShapes to DIR (NAME.log; 100 MB, the BFC line
+// 1 MB), to time `vramtop explain` on them (bench/explain.sh).
 func TestExplainWriteBenchLogs(t *testing.T) {
 	dir := os.Getenv("VRAMTOP_EXPLAIN_BENCH_LOGS")
 	if dir == "" {
 		t.Skip("VRAMTOP_EXPLAIN_BENCH_LOGS names no directory")
 	}
-	for name, log := range map[string]string{"training.log": trainingLog(benchLogSize), "progress.log": progressLine(benchLogSize)} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(log), 0o644); err != nil {
+	for _, sh := range logShapes {
+		if err := os.WriteFile(filepath.Join(dir, sh.name+".log"), []byte(sh.gen(shapeSize(sh))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

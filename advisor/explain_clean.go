@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,7 @@ type flatLog struct {
 	src   []int // src[i]: input line of line i
 	lines []string
 	raw   []string
+	trim  [][2]int32 // trim[i]: where line i's text starts and ends, + 1 (0: not known yet)
 }
 
 // lineAt returns the index of the cleaned line holding offset p.
@@ -294,18 +296,19 @@ func stripPrefixes(s string) string {
 }
 
 // excerpt returns the cleaned text of lines [from, to] joined with spaces,
-// cut to at most n bytes at a rune boundary.
+// cut to at most n bytes at a rune boundary. It copies no more than that
+// of a long line.
 func (f *flatLog) excerpt(from, to, n int) string {
 	var b bytes.Buffer
-	for i := from; i <= to && i < len(f.lines); i++ {
-		t := strings.TrimSpace(f.lines[i])
+	for i := from; i <= to && i < len(f.lines) && b.Len() <= n; i++ {
+		t := f.trimmed(i)
 		if t == "" {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(t)
+		b.WriteString(t[:min(len(t), n+1-min(n, b.Len()))])
 	}
 	s := b.String()
 	if len(s) > n {
@@ -316,4 +319,20 @@ func (f *flatLog) excerpt(from, to, n int) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// trimmed returns line i without the white space around it, worked out
+// once a line.
+func (f *flatLog) trimmed(i int) string {
+	if f.trim == nil {
+		f.trim = make([][2]int32, len(f.lines))
+	}
+	if f.trim[i] == [2]int32{} {
+		l := f.lines[i]
+		t := strings.TrimLeftFunc(l, unicode.IsSpace)
+		lo := len(l) - len(t)
+		hi := lo + len(strings.TrimRightFunc(t, unicode.IsSpace))
+		f.trim[i] = [2]int32{int32(lo) + 1, int32(hi) + 1}
+	}
+	return f.lines[i][f.trim[i][0]-1 : f.trim[i][1]-1]
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Patterns allow optional whitespace (\s*) wherever the message has a
@@ -73,13 +74,13 @@ var formats = []oomFormat{
 	{framework: "triton", anchor: re(`(?:OutOfResources:\s*)?out\s*of\s*resource:\s*shared\s*memory`), parse: parseTriton, lits: []string{"outofresource:sharedmemory"}},
 	{framework: "deepspeed", anchor: dsFlushes, parse: parseDeepSpeedFlushes, lits: []string{"allocatorcacheflushes"}},
 	{framework: "numpy", anchor: re(`(?:numpy\.(?:_?core)\._exceptions\.)?(?:_ArrayMemoryError|MemoryError):\s*Unable\s*to\s*allocate`), parse: parseNumPy, lits: []string{"memoryerror:unabletoallocate"}},
-	{framework: "python", anchor: re(`MemoryError`), accept: acceptPyMemoryError, parse: parseHostRAM, lits: []string{"memoryerror"}},
+	{framework: "python", anchor: re(`MemoryError`), acceptLine: acceptPyMemoryError, parse: parseHostRAM, lits: []string{"memoryerror"}},
 	{framework: "python", anchor: re(`OSError:\s*\[Errno\s*12\]\s*Cannot\s*allocate\s*memory`), parse: parseHostRAM, lits: []string{"[errno12]cannotallocatememory"}},
 	{framework: "pytorch", anchor: re(`DataLoader\s*worker\s*\(pid\s*\d+\)\s*is\s*killed\s*by\s*signal:\s*(?:Bus\s*error|Killed)|[Uu]nexpected\s*bus\s*error\s*encountered\s*in\s*worker`), parse: parseDataLoader, lits: []string{"iskilledbysignal", "unexpectedbuserror"}},
 	{framework: "jvm", anchor: re(`java\.lang\.OutOfMemoryError:\s*(?:Java\s*heap\s*space|GC\s*overhead\s*limit\s*exceeded|Direct\s*buffer\s*memory|Metaspace|unable\s*to\s*create\s*(?:new\s*)?native\s*thread|Requested\s*array\s*size\s*exceeds\s*VM\s*limit)`), parse: parseHostRAM, lits: []string{"java.lang.outofmemoryerror:"}},
 	{framework: "kernel", anchor: re(`(?:Memory\s*cgroup\s*out\s*of\s*memory|Out\s*of\s*memory):\s*Kill(?:ed)?\s*process\s*\d+|Killed\s*process\s*\d+\s*\([^)]{0,64}\)\s*total-vm`), parse: parseKernelOOM, lits: []string{"killprocess", "killedprocess"}},
 	{framework: "kubernetes", anchor: re(`OOMKilled`), parse: parseKubernetes, lits: []string{"oomkilled"}},
-	{framework: "process", anchor: re(`Killed`), accept: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
+	{framework: "process", anchor: re(`Killed`), acceptLine: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
 	{framework: "process", anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
 	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM, lits: []string{"oomwhenallocatingtensor"}},
 	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?[Rr]an\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC, lits: []string{"outofmemorytryingtoallocate"}},
@@ -225,7 +226,9 @@ func acceptPyTorch(c anchorCtx) bool {
 	if ptProse.MatchString(head(c.text[c.at:], 200)) {
 		return true
 	}
-	b := strings.TrimSpace(c.before)
+	// The end of what comes before (TrimSpace would read a long line's
+	// start again at each anchor).
+	b := strings.TrimRightFunc(c.before, unicode.IsSpace)
 	return b == "" || strings.HasSuffix(b, ":") || strings.HasSuffix(b, "('") || strings.HasSuffix(b, "(\"")
 }
 

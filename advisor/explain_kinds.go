@@ -177,7 +177,7 @@ var (
 	pyMemoryErrorLine = re(`^\s*(?:E\s+)?(?:builtins\.)?MemoryError\s*(?::.*)?$`)
 )
 
-func acceptPyMemoryError(c anchorCtx) bool { return pyMemoryErrorLine.MatchString(c.line) }
+func acceptPyMemoryError(line string) bool { return pyMemoryErrorLine.MatchString(line) }
 
 // parseHostRAM reads a host-memory message without numbers (Python's
 // MemoryError and Errno 12, the JVM's OutOfMemoryError).
@@ -230,7 +230,7 @@ var (
 	ranOutOfMemory  = re(`(?i:ran\s*out-?\s*of-?\s*memory)`)
 )
 
-func acceptShellKilled(c anchorCtx) bool { return shellKilledLine.MatchString(c.line) }
+func acceptShellKilled(line string) bool { return shellKilledLine.MatchString(line) }
 
 func parseKilled(seg, line string, e *Explanation) {
 	e.Kind = "host"

@@ -1,39 +1,36 @@
 package advisor
 
-import (
-	"bytes"
-	"slices"
-	"strings"
-)
+import "strings"
 
 // Finding messages in a long log fast: most of a training log is steps,
-// losses and progress bars. Three passes, each over less of the log:
+// losses, memory statistics and progress bars. Two passes, the second over
+// little of the log:
 //
-//  1. scanKeywords: literal searches (strings.Index, vectorised) over the
-//     whole log for words every message holds one of; they mark candidate
-//     lines (a line ends at \n or \r: progress bars redraw with \r).
-//  2. scanTriggers: a candidate line and its neighbours, lower-cased with
-//     spaces and colour codes removed, must hold a phrase of a message
-//     ("outofmemory", "oomwhenallocating"); a line of memory statistics
-//     ("memory allocated 12 GiB") holds none.
-//  3. Around each line that passes, a region of a few lines before and
+//  1. One pass of an automaton (triggerMatcher) over the whole log finds
+//     the phrases of a message ("outofmemory", "oomwhenallocating") in its
+//     squeezed form: lower case, without spaces and colour codes; a line of
+//     memory statistics ("memory allocated 12 GiB") holds none. Only the
+//     lines around what it finds are looked at: a line holding a keyword
+//     (a word every message holds one of, as printed) whose neighbourhood
+//     holds a phrase passes.
+//  2. Around each line that passes, a region of a few lines before and
 //     enough after for the longest message is cleaned (escapes, colours,
 //     logger prefixes) and searched with the message patterns.
 
 // scanKeywords are searched for as they are, in the cases messages print
-// them; each costs a pass over the log, so a keyword that every message
-// holding it holds another of is left out ("OOM when allocating" has
-// "alloc"). Each message holds one whole even when a terminal wrapped it
-// inside another word ("out of mem" / "ory" still holds "out of").
+// them, in the lines near a trigger; a keyword that every message holding
+// it holds another of is left out ("OOM when allocating" has "alloc").
+// Each message holds one whole even when a terminal wrapped it inside
+// another word ("out of mem" / "ory" still holds "out of").
 var scanKeywords = []string{
 	"memory", "Memory", "MEMORY", "alloc", "Alloc", "ALLOC",
 	"CUDNN_STATUS", "CUBLAS_STATUS", "Killed", "SIGKILL", "exitcode", "code 137", "status 137",
 	"out of", "Out of", "OUT_OF", "ran out", "Stats:", "Limit:", "KV cache", "bus error", "Bus error",
 }
 
-// scanTriggers: a candidate line is searched only when its neighbourhood,
-// squeezed (lower case, no white space, no colour codes), holds one of
-// these. Every message pattern holds one.
+// scanTriggers: a line holding a keyword is searched only when its
+// neighbourhood, squeezed (lower case, no white space, no colour codes),
+// holds one of these. Every message pattern holds one.
 var scanTriggers = []string{
 	"outofmemory", "out_of_memory", "alloc_failed", "cudaerrormemoryallocation",
 	"wouldexceedallowedmemory", "allocationondevice", "notenoughmemory",
@@ -51,14 +48,6 @@ var scanTriggers = []string{
 	"limit:", "kvcache",
 }
 
-var scanTriggerBytes = func() [][]byte {
-	out := make([][]byte, len(scanTriggers))
-	for i, t := range scanTriggers {
-		out[i] = []byte(t)
-	}
-	return out
-}()
-
 const (
 	// scanBefore lines (at most scanBeforeBytes) are kept before a line
 	// that passes, room for a message wrapped over lines; scanAfterBytes
@@ -72,9 +61,6 @@ const (
 	// scanMaxRegion bounds a region, so that a log of nothing but
 	// messages is cleaned and searched a piece at a time.
 	scanMaxRegion = 4 << 20
-	// scanBlock is how much of the log the keyword pass searches at a
-	// time, so that every keyword's search of it stays in the cache.
-	scanBlock = 256 << 10
 )
 
 // A region is a part of the log to clean and search: log[start:end],
@@ -207,95 +193,89 @@ func squeeze(dst []byte, s string) []byte {
 	return dst
 }
 
-// candidateLines returns the start of each line holding a keyword, in
-// order, each once.
-func candidateLines(log string) []int {
-	var starts []int
-	var block []int
-	longest := 0
+// candidate tells whether the line log[s:e] holds a keyword.
+func candidate(line string) bool {
 	for _, k := range scanKeywords {
-		longest = max(longest, len(k))
-	}
-	for lo := 0; lo < len(log); lo += scanBlock {
-		hi := min(len(log), lo+scanBlock+longest-1)
-		chunk := log[lo:hi]
-		block = block[:0]
-		for _, k := range scanKeywords {
-			for off := 0; ; {
-				i := strings.Index(chunk[off:], k)
-				if i < 0 {
-					break
-				}
-				p := lo + off + i
-				if p >= lo+scanBlock {
-					break // the next block finds it
-				}
-				s := lineStart(log, p)
-				block = append(block, s)
-				// The rest of this line is a candidate already.
-				e := lineEnd(log, p)
-				if e <= p {
-					e = p + 1
-				}
-				off = e - lo
-				if off >= len(chunk) {
-					break
-				}
-			}
-		}
-		slices.Sort(block)
-		for _, s := range block {
-			if n := len(starts); n == 0 || starts[n-1] != s {
-				starts = append(starts, s)
-			}
-		}
-	}
-	return starts
-}
-
-// triggered tells whether the line starting at s, with the end of the line
-// before and the start of the line after, holds a trigger. A short line may
-// be a piece of a message that a terminal wrapped: then the 512 bytes
-// around it are tried too, whatever lines they cross.
-func triggered(log string, s int, buf []byte) (bool, []byte) {
-	e := lineEnd(log, s)
-	buf = buf[:0]
-	if p := prevLine(log, s); p >= 0 {
-		pe := lineEnd(log, p)
-		buf = squeeze(buf, log[max(p, pe-512):pe])
-	}
-	buf = squeeze(buf, log[s:e])
-	if n := nextLine(log, e); n >= 0 {
-		ne := lineEnd(log, n)
-		buf = squeeze(buf, log[n:min(ne, n+512)])
-	}
-	if hasTrigger(buf) {
-		return true, buf
-	}
-	if e-s >= shortLine {
-		return false, buf
-	}
-	buf = squeeze(buf[:0], log[max(0, s-512):min(len(log), e+512)])
-	return hasTrigger(buf), buf
-}
-
-// shortLine: a line shorter than this may be a piece of a wrapped message.
-const shortLine = 100
-
-func hasTrigger(buf []byte) bool {
-	for _, t := range scanTriggerBytes {
-		if bytes.Contains(buf, t) {
+		if strings.Contains(line, k) {
 			return true
 		}
 	}
 	return false
 }
 
+// triggered tells whether the line starting at s and ending at e, with the
+// end of the line before and the start of the line after, holds a trigger.
+// A short line may be a piece of a message that a terminal wrapped: then
+// the 512 bytes around it are tried too, whatever lines they cross.
+func triggered(log string, s, e int) bool {
+	m := triggers()
+	var before, after string
+	if p := prevLine(log, s); p >= 0 {
+		pe := lineEnd(log, p)
+		before = log[max(p, pe-512):pe]
+	}
+	if n := nextLine(log, e); n >= 0 {
+		ne := lineEnd(log, n)
+		after = log[n:min(ne, n+512)]
+	}
+	if m.any(before, log[s:e], after) {
+		return true
+	}
+	if e-s >= shortLine {
+		return false
+	}
+	return m.any(log[max(0, s-512):min(len(log), e+512)])
+}
+
+// shortLine: a line shorter than this may be a piece of a wrapped message.
+const shortLine = 100
+
+// nearTriggers calls visit with the start and end of each line whose
+// neighbourhood, as triggered reads it, may hold a trigger, in order, each
+// once: one pass of the trigger automaton over the log finds the triggers,
+// and only the lines around them are looked at.
+func nearTriggers(log string, visit func(s, e int)) {
+	sc := triggerScan{m: triggers()}
+	last, lastEnd := -1, -1 // the last line visited
+	// The line holding the last trigger's end, and the lines around it.
+	cs, ce, prev, next := -1, -1, -1, -1
+	for b := sc.next(log); b >= 0; b = sc.next(log) {
+		a := b - 1 // a trigger's last byte: no line break
+		if a < cs || a >= ce {
+			cs, ce = lineStart(log, a), lineEnd(log, a)
+			prev, next = prevLine(log, cs), nextLine(log, ce)
+		}
+		// The lines whose window holds a: from the line before a's
+		// (its window reaches into the next line) or a short line up to
+		// 612 bytes before, to the line after a's or a short line up to
+		// 512 bytes after.
+		from := cs
+		if prev >= 0 {
+			from = prev
+		}
+		if w := max(0, b-(512+shortLine)); w < cs {
+			from = min(from, lineStart(log, w))
+		}
+		to := max(next, a+512)
+		s := from
+		if s <= last {
+			if s = nextLine(log, lastEnd); s < 0 {
+				return
+			}
+		}
+		for s >= 0 && s <= to {
+			e := lineEnd(log, s)
+			visit(s, e)
+			last, lastEnd = s, e
+			s = nextLine(log, e)
+		}
+	}
+}
+
 // regions returns the parts of the log to search for messages, in order,
 // not overlapping.
 func regions(log string) []region {
 	var out []region
-	var buf []byte
 	lines, counted := 0, 0 // input lines before offset counted
 	open := func(start, end int) {
 		lines += strings.Count(log[counted:start], "\n")
@@ -313,16 +293,13 @@ func regions(log string) []region {
 		last.end = min(last.end, s)
 		open(s, end)
 	}
-	for _, s := range candidateLines(log) {
-		inside := len(out) > 0 && s < out[len(out)-1].end
-		ok, b := triggered(log, s, buf)
-		buf = b
-		if !ok {
-			continue
+	nearTriggers(log, func(s, e int) {
+		if !candidate(log[s:e]) || !triggered(log, s, e) {
+			return
 		}
-		if inside { // a line that passes extends the region
+		if len(out) > 0 && s < out[len(out)-1].end { // a line that passes extends the region
 			extend(s, regionEnd(log, s))
-			continue
+			return
 		}
 		start := s
 		for i := 0; i < scanBefore; i++ {
@@ -334,10 +311,10 @@ func regions(log string) []region {
 		}
 		if n := len(out); n > 0 && start <= out[n-1].end {
 			extend(s, regionEnd(log, s)) // adjoining: one region
-			continue
+			return
 		}
 		open(start, regionEnd(log, s))
-	}
+	})
 	return out
 }
 
