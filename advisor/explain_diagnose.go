@@ -27,6 +27,25 @@ func add2(a, b uint64) (uint64, bool) { return add(a, b) }
 // derive works out the figures the message implies but does not state.
 func (e *Explanation) derive() *Derived {
 	d := &Derived{}
+	reserved := e.deriveReserved(d)
+	self := e.likelySelf(d, reserved)
+	e.deriveOutside(d, reserved, self)
+	if e.ThisProcessBytes != nil && reserved != nil {
+		if n, ok := sub(*e.ThisProcessBytes, *reserved); ok {
+			d.NonFrameworkBytes = ptr(n)
+		}
+	}
+	e.deriveOthers(d, self)
+	e.deriveShortfall(d)
+	if *d == (Derived{}) {
+		return nil
+	}
+	return d
+}
+
+// deriveReserved works out the reserved memory or the cached part of it,
+// whichever the message leaves out, and returns the reserved memory.
+func (e *Explanation) deriveReserved(d *Derived) *uint64 {
 	reserved := e.ReservedByFrameworkBytes
 	if reserved == nil && e.AllocatedByFrameworkBytes != nil && e.ReservedUnallocatedBytes != nil {
 		if s, ok := add(*e.AllocatedByFrameworkBytes, *e.ReservedUnallocatedBytes); ok {
@@ -39,80 +58,95 @@ func (e *Explanation) derive() *Derived {
 			d.CachedUnusedBytes = ptr(s)
 		}
 	}
-	self := -1 // index in Processes of the likely self, when not named
-	if e.ThisProcessBytes == nil && reserved != nil {
-		best := uint64(contextAllowance) + 1
-		for i, p := range e.Processes {
-			if over, ok := sub(p.Bytes, *reserved); ok && over <= contextAllowance && over < best {
-				self, best = i, over
-			}
-		}
-		if self >= 0 {
-			d.LikelyThisProcessPID = ptr(e.Processes[self].PID)
+	return reserved
+}
+
+// likelySelf returns the index in Processes of the process that is most
+// likely this one when the message names none (-1: none).
+func (e *Explanation) likelySelf(d *Derived, reserved *uint64) int {
+	if e.ThisProcessBytes != nil || reserved == nil {
+		return -1
+	}
+	self, best := -1, uint64(contextAllowance)+1
+	for i, p := range e.Processes {
+		if over, ok := sub(p.Bytes, *reserved); ok && over <= contextAllowance && over < best {
+			self, best = i, over
 		}
 	}
-	if e.TotalBytes != nil && e.FreeBytes != nil && e.Framework != "vllm" {
-		if used, ok := sub(*e.TotalBytes, *e.FreeBytes); ok {
-			held := reserved
-			if e.ThisProcessBytes != nil {
-				held = e.ThisProcessBytes
-			} else if self >= 0 {
-				held = &e.Processes[self].Bytes
-			}
-			if held != nil {
-				if o, ok := sub(used, *held); ok {
-					d.OutsideBytes = ptr(o)
-				}
-			}
+	if self >= 0 {
+		d.LikelyThisProcessPID = ptr(e.Processes[self].PID)
+	}
+	return self
+}
+
+// deriveOutside works out total − free − what this process holds.
+func (e *Explanation) deriveOutside(d *Derived, reserved *uint64, self int) {
+	if e.TotalBytes == nil || e.FreeBytes == nil || e.spec().noOutside {
+		return
+	}
+	used, ok := sub(*e.TotalBytes, *e.FreeBytes)
+	if !ok {
+		return
+	}
+	held := reserved
+	if e.ThisProcessBytes != nil {
+		held = e.ThisProcessBytes
+	} else if self >= 0 {
+		held = &e.Processes[self].Bytes
+	}
+	if held != nil {
+		if o, ok := sub(used, *held); ok {
+			d.OutsideBytes = ptr(o)
 		}
 	}
-	if e.ThisProcessBytes != nil && reserved != nil {
-		if n, ok := sub(*e.ThisProcessBytes, *reserved); ok {
-			d.NonFrameworkBytes = ptr(n)
+}
+
+// deriveOthers sums the processes listed but this one.
+func (e *Explanation) deriveOthers(d *Derived, self int) {
+	if len(e.Processes) == 0 {
+		return
+	}
+	var sum uint64
+	ok := true
+	for i, p := range e.Processes {
+		if i == self {
+			continue
+		}
+		if sum, ok = add(sum, p.Bytes); !ok {
+			break
 		}
 	}
-	if len(e.Processes) > 0 {
-		var sum uint64
-		ok := true
-		for i, p := range e.Processes {
-			if i == self {
-				continue
-			}
-			if sum, ok = add(sum, p.Bytes); !ok {
-				break
-			}
-		}
-		if ok && (self < 0 || len(e.Processes) > 1) {
-			d.OtherProcessesBytes = ptr(sum)
-		}
+	if ok && (self < 0 || len(e.Processes) > 1) {
+		d.OtherProcessesBytes = ptr(sum)
 	}
+}
+
+// deriveShortfall works out what the allocator had left under its limit,
+// and what was missing.
+func (e *Explanation) deriveShortfall(d *Derived) {
+	f := e.spec()
 	free := e.FreeBytes
-	if (e.Framework == "tensorflow" || e.Framework == "jax") && e.AllowedBytes != nil && e.AllocatedByFrameworkBytes != nil {
-		if f, ok := sub(*e.AllowedBytes, *e.AllocatedByFrameworkBytes); ok {
-			d.AllocatorFreeBytes = ptr(f)
+	if f.allocatorLimit && e.AllowedBytes != nil && e.AllocatedByFrameworkBytes != nil {
+		if a, ok := sub(*e.AllowedBytes, *e.AllocatedByFrameworkBytes); ok {
+			d.AllocatorFreeBytes = ptr(a)
 			if free == nil {
 				free = d.AllocatorFreeBytes
 			}
 		}
 	}
-	switch {
-	case e.Framework == "mps" && e.RequestedBytes != nil && e.AllocatedByFrameworkBytes != nil && e.OtherAllocationsBytes != nil && e.AllowedBytes != nil:
-		if s, ok := add(*e.AllocatedByFrameworkBytes, *e.OtherAllocationsBytes); ok {
-			if s, ok = add(s, *e.RequestedBytes); ok {
-				if short, ok := sub(s, *e.AllowedBytes); ok && short > 0 {
-					d.ShortfallBytes = ptr(short)
-				}
+	if f.shortfall != nil {
+		if short, applies := f.shortfall(e); applies {
+			if short > 0 {
+				d.ShortfallBytes = ptr(short)
 			}
+			return
 		}
-	case e.RequestedBytes != nil && free != nil:
+	}
+	if e.RequestedBytes != nil && free != nil {
 		if short, ok := sub(*e.RequestedBytes, *free); ok && short > 0 {
 			d.ShortfallBytes = ptr(short)
 		}
 	}
-	if *d == (Derived{}) {
-		return nil
-	}
-	return d
 }
 
 // reserved returns the framework's reserved memory, stated or derived.
@@ -189,17 +223,8 @@ func (e *Explanation) gpu() string {
 	return "the GPU"
 }
 
-var frameworkNames = map[string]string{
-	"pytorch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX/XLA", "vllm": "vLLM",
-	"mps": "PyTorch (Apple MPS)", "cuda": "CUDA", "cublas": "cuBLAS", "cudnn": "cuDNN",
-	"llama.cpp": "llama.cpp", "onnxruntime": "ONNX Runtime", "tensorrt": "TensorRT", "tgi": "TGI (text-generation-inference)",
-	"cupy": "CuPy", "paddle": "PaddlePaddle", "sglang": "SGLang", "mxnet": "MXNet", "triton": "Triton",
-	"deepspeed": "DeepSpeed", "kernel": "The Linux OOM killer", "process": "A killed process",
-	"numpy": "NumPy", "python": "Python", "jvm": "The JVM", "kubernetes": "Kubernetes",
-}
-
 func (e *Explanation) frameworkName() string {
-	n := frameworkNames[e.Framework]
+	n := e.spec().name
 	switch e.Backend {
 	case "hip":
 		n += " (ROCm/HIP)"
@@ -226,243 +251,242 @@ func diagnoseFramework(e *Explanation) {
 		return
 	}
 	e.Derived = e.derive()
-	var why []string
-	var list []RemedyEstimate
-	add := func(rs ...RemedyEstimate) { list = append(list, rs...) }
-	B := FormatBytes
+	f := e.spec()
+	if f.diagnose != nil {
+		f.diagnose(e)
+		return
+	}
 	short := e.shortfall()
+	why := []string{e.requestSentence(f, short)}
+	var list []RemedyEstimate
+	why = append(why, e.whereItWent(f)...)
+	if s, r, ok := e.fractionLimit(f); ok {
+		why = append(why, s)
+		list = append(list, r...)
+	}
+	c := e.causes(f, short)
+	if c.verdict != "" {
+		why = append(why, c.verdict)
+	}
+	if f.advice != nil {
+		w, rs := f.advice(e, short)
+		why = append(why, w...)
+		list = append(list, rs...)
+	}
+	list = append(list, c.remedies...)
+	if f.after != nil {
+		list = append(list, f.after(e, e.processBytes())...)
+	} else {
+		list = append(list, TrainingRemediesFor(e.Framework, e.processBytes())...)
+		if e.RequestedBytes == nil && e.FreeBytes == nil && e.AllocatedByFrameworkBytes == nil { // who else holds the card is as likely a cause
+			list = append(list, TenantRemedies(0, "")...)
+		}
+		list = append(list, HabitRemedies()...)
+	}
+	e.Diagnosis = strings.Join(why, " ")
+	e.Remedies = capList(RankRemedies(list, short))
+}
 
-	switch e.Framework {
-	case "cuda", "cublas", "cudnn":
-		what := map[string]string{
-			"cuda":   "CUDA reported out of memory without numbers.",
-			"cublas": "cuBLAS could not allocate its workspace (CUBLAS_STATUS_ALLOC_FAILED): the card was full when a matrix multiply first ran.",
-			"cudnn":  "cuDNN could not allocate its workspace (CUDNN_STATUS_ALLOC_FAILED): the card was full when a convolution ran.",
-		}[e.Framework]
+// diagnoseNoNumbers is the diagnosis of a library's failure that states
+// no numbers (what: the sentence saying what failed).
+func diagnoseNoNumbers(what string) func(e *Explanation) {
+	return func(e *Explanation) {
+		B := FormatBytes
+		s := what
 		if e.Confidence == "likely" {
-			what = e.frameworkName() + " failed, likely because memory ran out: " + e.Reason + "."
+			s = e.frameworkName() + " failed, likely because memory ran out: " + e.Reason + "."
 			if e.FreeBytes != nil && e.TotalBytes != nil {
-				what += fmt.Sprintf(" The card had %s free of %s.", B(*e.FreeBytes), B(*e.TotalBytes))
+				s += fmt.Sprintf(" The card had %s free of %s.", B(*e.FreeBytes), B(*e.TotalBytes))
 			}
-			what += " To confirm, run one small convolution before the model: the real out-of-memory error then shows."
+			s += " To confirm, run one small convolution before the model: the real out-of-memory error then shows."
 		}
 		if e.RequestedBytes != nil {
-			what = fmt.Sprintf("The CUDA driver refused an allocation of %s.", B(*e.RequestedBytes))
+			s = fmt.Sprintf("The CUDA driver refused an allocation of %s.", B(*e.RequestedBytes))
 			if e.Host {
-				what = fmt.Sprintf("The CUDA driver refused %s of pinned host memory (not GPU memory).", B(*e.RequestedBytes))
+				s = fmt.Sprintf("The CUDA driver refused %s of pinned host memory (not GPU memory).", B(*e.RequestedBytes))
 			}
 		}
-		why = append(why, what,
+		why := []string{s,
 			"Kernel errors are reported asynchronously: the line in the stack trace may not be where memory ran out; CUDA_LAUNCH_BLOCKING=1 makes it honest.",
-			"Run vramtop to see who holds the card.")
-		add(estimates(NoNumbers, 0)...)
-		add(TenantRemedies(0, "")...)
-		add(TrainingRemedies(0)...)
-		add(HabitRemedies()...)
+			"Run vramtop to see who holds the card."}
+		list := estimates(NoNumbers, 0)
+		list = append(list, TenantRemedies(0, "")...)
+		list = append(list, TrainingRemedies(0)...)
+		list = append(list, HabitRemedies()...)
 		e.Diagnosis = strings.Join(why, " ")
 		e.Remedies = capList(RankRemedies(list, 0))
-		return
-	case "vllm":
-		e.diagnoseVLLM()
-		return
 	}
+}
 
-	// The request against what was free.
-	if e.RequestedBytes != nil {
-		req := B(*e.RequestedBytes)
-		if e.RequestedFromShape {
-			req += fmt.Sprintf(" (derived: shape %s × %d bytes of %s)", e.Shape, dtypeSize[e.DType], e.DType)
-		}
-		switch {
-		case e.Framework == "mps" && short > 0:
-			why = append(why, fmt.Sprintf("%s asked for %s on top of %s allocated and %s other allocations, past the %s allowed: %s short (derived).",
-				e.frameworkName(), req, B(val(e.AllocatedByFrameworkBytes)), B(val(e.OtherAllocationsBytes)), B(val(e.AllowedBytes)), B(short)))
-		case e.FreeBytes != nil:
-			s := fmt.Sprintf("%s asked %s for %s with %s free", e.frameworkName(), e.gpu(), req, B(*e.FreeBytes))
-			if e.TotalBytes != nil {
-				s += " of " + B(*e.TotalBytes)
-			}
-			if short > 0 {
-				s += fmt.Sprintf(": %s short (derived: request − free).", B(short))
-			} else {
-				s += ": the request was not larger than the free memory, so what failed was "
-				if e.AllowedBytes != nil {
-					s += fmt.Sprintf("the memory fraction limit (%s allowed).", B(*e.AllowedBytes))
-				} else {
-					s += "finding one piece that large (the free memory is in pieces), or the free memory changed in between."
-				}
-			}
-			why = append(why, s)
-		case e.Derived != nil && e.Derived.AllocatorFreeBytes != nil:
-			s := fmt.Sprintf("%s's allocator on %s asked for %s with %s left under its limit of %s (derived)", e.frameworkName(), e.gpu(), req, B(*e.Derived.AllocatorFreeBytes), B(*e.AllowedBytes))
-			if short > 0 {
-				s += fmt.Sprintf(": %s short (derived).", B(short))
-			} else {
-				s += ": enough in total but not in one piece (fragmentation in the allocator)."
-			}
-			why = append(why, s)
-		default:
-			why = append(why, fmt.Sprintf("%s could not allocate %s on %s.", e.frameworkName(), req, e.gpu()))
-		}
-	} else {
-		why = append(why, fmt.Sprintf("%s ran out of memory on %s; the message gives no numbers. Run vramtop to see what holds the card.", e.frameworkName(), e.gpu()))
+// requestSentence says what was asked for against what was free.
+func (e *Explanation) requestSentence(f *frameworkSpec, short uint64) string {
+	B := FormatBytes
+	if e.RequestedBytes == nil {
+		return fmt.Sprintf("%s ran out of memory on %s; the message gives no numbers. Run vramtop to see what holds the card.", e.frameworkName(), e.gpu())
 	}
+	req := B(*e.RequestedBytes)
+	if e.RequestedFromShape {
+		req += fmt.Sprintf(" (derived: shape %s × %d bytes of %s)", e.Shape, dtypeSize[e.DType], e.DType)
+	}
+	if f.request != nil {
+		if s := f.request(e, req, short); s != "" {
+			return s
+		}
+	}
+	switch {
+	case e.FreeBytes != nil:
+		s := fmt.Sprintf("%s asked %s for %s with %s free", e.frameworkName(), e.gpu(), req, B(*e.FreeBytes))
+		if e.TotalBytes != nil {
+			s += " of " + B(*e.TotalBytes)
+		}
+		if short > 0 {
+			return s + fmt.Sprintf(": %s short (derived: request − free).", B(short))
+		}
+		s += ": the request was not larger than the free memory, so what failed was "
+		if e.AllowedBytes != nil {
+			return s + fmt.Sprintf("the memory fraction limit (%s allowed).", B(*e.AllowedBytes))
+		}
+		return s + "finding one piece that large (the free memory is in pieces), or the free memory changed in between."
+	case e.Derived != nil && e.Derived.AllocatorFreeBytes != nil:
+		s := fmt.Sprintf("%s's allocator on %s asked for %s with %s left under its limit of %s (derived)", e.frameworkName(), e.gpu(), req, B(*e.Derived.AllocatorFreeBytes), B(*e.AllowedBytes))
+		if short > 0 {
+			return s + fmt.Sprintf(": %s short (derived).", B(short))
+		}
+		return s + ": enough in total but not in one piece (fragmentation in the allocator)."
+	}
+	return fmt.Sprintf("%s could not allocate %s on %s.", e.frameworkName(), req, e.gpu())
+}
 
-	// Where the memory went.
-	cache := e.cachedUnused()
-	others, haveOthers := e.others()
+// whereItWent says where the memory went: live tensors, the cache, this
+// process outside its allocator, other processes.
+func (e *Explanation) whereItWent(f *frameworkSpec) []string {
+	B := FormatBytes
 	var parts []string
-	if a := e.AllocatedByFrameworkBytes; a != nil && e.Framework != "mps" {
+	if a := e.AllocatedByFrameworkBytes; a != nil && !f.notLive {
 		parts = append(parts, "live tensors "+B(*a))
 	}
-	if cache != nil {
+	if cache := e.cachedUnused(); cache != nil {
 		p := "cached but unused " + B(*cache)
 		if e.ReservedUnallocatedBytes == nil {
 			p += " (derived)"
 		}
 		parts = append(parts, p)
 	}
-	if e.Derived != nil && e.Derived.NonFrameworkBytes != nil {
-		parts = append(parts, "outside the allocator in this process (CUDA context, libraries) "+B(*e.Derived.NonFrameworkBytes)+" (derived)")
+	d := e.Derived
+	if d != nil && d.NonFrameworkBytes != nil {
+		parts = append(parts, "outside the allocator in this process (CUDA context, libraries) "+B(*d.NonFrameworkBytes)+" (derived)")
 	}
-	nOthers := len(e.Processes)
-	if e.Derived != nil && e.Derived.LikelyThisProcessPID != nil {
-		nOthers--
-	}
-	if e.Derived != nil && e.Derived.OtherProcessesBytes != nil {
-		p := fmt.Sprintf("%d other process(es) %s", nOthers, B(*e.Derived.OtherProcessesBytes))
-		if nOthers > 1 {
-			p += " (derived: their sum)"
-		}
+	if p := e.othersPart(); p != "" {
 		parts = append(parts, p)
-	} else if e.Derived != nil && e.Derived.OutsideBytes != nil && *e.Derived.OutsideBytes >= roundingNoise {
-		of := "reserved"
-		if e.ThisProcessBytes != nil || e.Derived.LikelyThisProcessPID != nil {
-			of = "this process"
-		}
-		parts = append(parts, "outside this process's allocator (other processes, other frameworks, CUDA contexts) "+B(*e.Derived.OutsideBytes)+" (derived: total − free − "+of+")")
 	}
+	var why []string
 	if len(parts) > 0 {
 		why = append(why, "Where the memory went: "+strings.Join(parts, "; ")+".")
 	}
 	if len(e.Processes) > 0 && e.ThisProcessBytes == nil {
-		if e.Derived != nil && e.Derived.LikelyThisProcessPID != nil {
-			why = append(why, fmt.Sprintf("The message names no process as this one (in a container PyTorch sees host PIDs); process %d holds about what this process reserved, so it is most likely this process (derived).", *e.Derived.LikelyThisProcessPID))
+		if d != nil && d.LikelyThisProcessPID != nil {
+			why = append(why, fmt.Sprintf("The message names no process as this one (in a container PyTorch sees host PIDs); process %d holds about what this process reserved, so it is most likely this process (derived).", *d.LikelyThisProcessPID))
 		} else {
 			why = append(why, "The message names no process as this one (in a container PyTorch sees host PIDs): one of the listed processes may be this process.")
 		}
 	}
+	return why
+}
 
-	// A memory fraction limit reached before the card was full.
-	if r := e.reserved(); e.Framework == "pytorch" && r != nil && e.AllowedBytes != nil && e.RequestedBytes != nil {
-		if need, ok := add2(*r, *e.RequestedBytes); ok && need > *e.AllowedBytes && val(e.FreeBytes) > 0 {
-			why = append(why, fmt.Sprintf("The allocator's %s reserved plus the %s request pass the %s allowed by the memory fraction limit while the card had memory free (derived).",
-				B(*r), B(*e.RequestedBytes), B(*e.AllowedBytes)))
-			if r, ok := remedyByKey("memory_fraction"); ok {
-				// At most what the card had free, and what lies above the limit.
-				room := *e.FreeBytes
-				if e.TotalBytes != nil {
-					if above, ok := sub(*e.TotalBytes, *e.AllowedBytes); ok {
-						room = min(room, above)
-					}
-				}
-				add(r.Estimate(room))
-			}
+// othersPart is the part of whereItWent for memory of other processes.
+func (e *Explanation) othersPart() string {
+	d := e.Derived
+	if d == nil {
+		return ""
+	}
+	nOthers := len(e.Processes)
+	if d.LikelyThisProcessPID != nil {
+		nOthers--
+	}
+	if d.OtherProcessesBytes != nil {
+		p := fmt.Sprintf("%d other process(es) %s", nOthers, FormatBytes(*d.OtherProcessesBytes))
+		if nOthers > 1 {
+			p += " (derived: their sum)"
+		}
+		return p
+	}
+	if d.OutsideBytes != nil && *d.OutsideBytes >= roundingNoise {
+		of := "reserved"
+		if e.ThisProcessBytes != nil || d.LikelyThisProcessPID != nil {
+			of = "this process"
+		}
+		return "outside this process's allocator (other processes, other frameworks, CUDA contexts) " + FormatBytes(*d.OutsideBytes) + " (derived: total − free − " + of + ")"
+	}
+	return ""
+}
+
+// fractionLimit tells when a caching allocator's memory fraction limit was
+// reached before the card was full, with the remedy.
+func (e *Explanation) fractionLimit(f *frameworkSpec) (string, []RemedyEstimate, bool) {
+	r := e.reserved()
+	if !f.caching || r == nil || e.AllowedBytes == nil || e.RequestedBytes == nil {
+		return "", nil, false
+	}
+	need, ok := add(*r, *e.RequestedBytes)
+	if !ok || need <= *e.AllowedBytes || val(e.FreeBytes) == 0 {
+		return "", nil, false
+	}
+	B := FormatBytes
+	s := fmt.Sprintf("The allocator's %s reserved plus the %s request pass the %s allowed by the memory fraction limit while the card had memory free (derived).",
+		B(*r), B(*e.RequestedBytes), B(*e.AllowedBytes))
+	rm, ok := remedyByKey("memory_fraction")
+	if !ok {
+		return s, nil, true
+	}
+	// At most what the card had free, and what lies above the limit.
+	room := *e.FreeBytes
+	if e.TotalBytes != nil {
+		if above, ok := sub(*e.TotalBytes, *e.AllowedBytes); ok {
+			room = min(room, above)
 		}
 	}
+	return s, []RemedyEstimate{rm.Estimate(room)}, true
+}
 
-	// The verdict, and remedies grouped by cause.
-	pb := e.processBytes()
-	frag := e.Framework == "pytorch" && cache != nil && *cache > 0
+// A verdict is the cause the numbers point to, and the remedies of the
+// causes, the one that covers the shortfall first.
+type verdict struct {
+	verdict  string
+	remedies []RemedyEstimate
+}
+
+func (e *Explanation) causes(f *frameworkSpec, short uint64) verdict {
+	B := FormatBytes
+	cache := e.cachedUnused()
+	others, haveOthers := e.others()
+	frag := f.caching && cache != nil && *cache > 0
 	fragCovers := frag && short > 0 && *cache >= short
 	othersCover := haveOthers && short > 0 && others >= short
 	live := val(e.AllocatedByFrameworkBytes)
+	var v verdict
 	switch {
 	case fragCovers:
-		why = append(why, fmt.Sprintf("The cache holds %s it is not using, enough for the shortfall: fragmentation. Letting the allocator reuse it should be enough.", B(*cache)))
+		v.verdict = fmt.Sprintf("The cache holds %s it is not using, enough for the shortfall: fragmentation. Letting the allocator reuse it should be enough.", B(*cache))
 	case othersCover:
-		why = append(why, fmt.Sprintf("Other processes hold %s, more than the shortfall: the card is shared. Use another GPU, or ask the owner.", B(others)))
+		v.verdict = fmt.Sprintf("Other processes hold %s, more than the shortfall: the card is shared. Use another GPU, or ask the owner.", B(others))
 	case haveOthers && others > live && short == 0:
-		why = append(why, fmt.Sprintf("Other processes hold %s, more than this process's live tensors.", B(others)))
+		v.verdict = fmt.Sprintf("Other processes hold %s, more than this process's live tensors.", B(others))
 	case live > 0:
-		why = append(why, "Most of it is live memory of this process: make its footprint smaller.")
+		v.verdict = "Most of it is live memory of this process: make its footprint smaller."
 	}
-	switch e.Framework {
-	case "tensorflow":
-		why = append(why, "TensorFlow takes nearly all of a card at start unless memory growth is on: two TensorFlow processes on one card, or one beside other work, run out this way.")
-		tf := TensorFlowRemedies()
-		if d := e.Derived; short == 0 && d != nil && d.AllocatorFreeBytes != nil && e.RequestedBytes != nil && *d.AllocatorFreeBytes >= *e.RequestedBytes {
-			// Enough in total, not in one piece: the async allocator first.
-			for i, r := range tf {
-				if strings.Contains(r.How, "cuda_malloc_async") {
-					tf = append(append([]RemedyEstimate{r}, tf[:i]...), tf[i+1:]...)
-					break
-				}
-			}
-		}
-		add(tf...)
-	case "jax":
-		why = append(why, "JAX preallocates 75% of a card at start: a second JAX process on the card, or other work beside it, runs out this way.")
-		add(estimates(JAX, 0)...)
-	case "mps":
-		add(estimates(MPS, 0)...)
-	case "llama.cpp":
-		why = append(why, "llama.cpp needs room for the offloaded layers' weights, the KV cache (which grows with the context) and compute buffers.")
-		add(estimates(LlamaCpp, 0)...)
-	case "onnxruntime", "tensorrt", "tgi", "sglang":
-		if e.Framework == "sglang" {
-			why = append(why, "SGLang found too little memory for its KV cache pool after the weights, within --mem-fraction-static of the card.")
-		}
-		if e.PrefillTokens != nil {
-			why = append(why, fmt.Sprintf("TGI could not fit a prefill of %d tokens at warm-up after loading the weights.", *e.PrefillTokens))
-		}
-		key := map[string]string{"onnxruntime": "ort_arena", "tensorrt": "trt_workspace", "tgi": "tgi_prefill", "sglang": "sglang_mem_fraction"}[e.Framework]
-		if r, ok := remedyByKey(key); ok {
-			add(r.Estimate(0))
-		}
-	}
-	fragR := []RemedyEstimate(nil)
+	var fragR, tenR []RemedyEstimate
 	if frag {
 		fragR = FragmentationRemedies(*cache)
 	}
-	var tenR []RemedyEstimate
 	if haveOthers {
 		tenR = TenantRemedies(others, "")
 	}
-	noNumbers := e.RequestedBytes == nil && e.FreeBytes == nil && e.AllocatedByFrameworkBytes == nil
-	// The cause that covers the shortfall first; else the larger one.
 	if !fragCovers && (othersCover || (haveOthers && others > val(cache))) {
-		add(tenR...)
-		add(fragR...)
+		v.remedies = append(tenR, fragR...)
 	} else {
-		add(fragR...)
-		add(tenR...)
+		v.remedies = append(fragR, tenR...)
 	}
-	switch e.Framework {
-	case "llama.cpp":
-		add(TenantRemedies(0, "")...)
-	case "cupy":
-		for _, k := range []string{"cupy_chunks", "cupy_pool"} {
-			if r, ok := remedyByKey(k); ok {
-				add(r.Estimate(0))
-			}
-		}
-		add(TenantRemedies(0, "")...)
-	case "onnxruntime", "tensorrt", "tgi", "sglang":
-		for _, r := range InferenceRemedies(pb) {
-			if !strings.Contains(r.Name, "inference_mode") {
-				add(r)
-			}
-		}
-	default:
-		add(TrainingRemediesFor(e.Framework, pb)...)
-		if noNumbers { // who else holds the card is as likely a cause
-			add(TenantRemedies(0, "")...)
-		}
-		add(HabitRemedies()...)
-	}
-	e.Diagnosis = strings.Join(why, " ")
-	e.Remedies = capList(RankRemedies(list, short))
+	return v
 }
 
 func (e *Explanation) diagnoseVLLM() {

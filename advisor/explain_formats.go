@@ -49,45 +49,6 @@ func (p *pattern) FindAllStringSubmatch(s string, n int) [][]string {
 }
 func (p *pattern) ReplaceAllString(s, repl string) string { return p.get().ReplaceAllString(s, repl) }
 
-var formats = []oomFormat{
-	{framework: "mps", anchor: re(`MPS\s*backend\s*out\s*of\s*memory`), parse: parseMPS, lits: []string{"mpsbackendoutofmemory"}},
-	{framework: "pytorch", anchor: re(`(?:CUDA|HIP|XPU)\s*out\s*of\s*memory`), accept: acceptPyTorch, parse: parsePyTorch, lits: []string{"cudaoutofmemory", "hipoutofmemory", "xpuoutofmemory"}},
-	{framework: "pytorch", anchor: ptHeadless, tail: true, parse: parsePyTorchHeadless, lits: []string{"totalcapacity"}},
-	{framework: "pytorch", anchor: re(`DefaultCPUAllocator:\s*(?:can't\s*allocate|not\s*enough)\s*memory`), parse: parseCPUAllocator, lits: []string{"defaultcpuallocator:"}},
-	{framework: "pytorch", anchor: re(`Allocation\s*on\s*device\s*\d+\s*would\s*exceed\s*allowed\s*memory|(?:OutOfMemoryError:|Exception\s*during\s*processing\s*!!!)\s*Allocation\s*on\s*device`), parse: parseMallocAsync, lits: []string{"allocationondevice"}},
-	{framework: "cupy", anchor: re(`(?:OutOfMemoryError:\s*)?Out\s*of\s*memory\s*allocating\s*\d{1,3}(?:,\d{3})+\s*bytes|OutOfMemoryError:\s*Out\s*of\s*memory\s*allocating\s*\d+\s*bytes\s*\(allocated\s*so\s*far`), parse: parseCuPy, lits: []string{"outofmemoryallocating"}},
-	{framework: "paddle", anchor: re(`Out\s*of\s*memory\s*error\s*on\s*GPU\s*\d+`), parse: parsePaddle, lits: []string{"outofmemoryerrorongpu"}},
-	{framework: "sglang", anchor: re(`Not\s*enough\s*memory\.?\s*Please\s*try\s*to\s*increase\s*--mem-fraction-static`), parse: parseNothing, lits: []string{"--mem-fraction-static"}},
-	{framework: "cuda", anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?(?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|HIP_ERROR_OutOfMemory`), parse: parseDriver, lits: []string{"cuda_error_out_of_memory", "hip_error_outofmemory"}},
-	{framework: "cuda", anchor: re(`CUDA\s*(?:driver\s*)?[Ee]rror:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory|cuda\s*failed\s*with\s*error\s*2\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudadrivererror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)", "cudafailedwitherror2outofmemory"}},
-	{framework: "mxnet", anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet, lits: []string{"mxneterror:", "pooled_storage_manager.h"}},
-	{framework: "tensorflow", anchor: re(`could\s*not\s*allocate\s*pinned\s*host\s*memory\s*of\s*size:\s*\d+|failed\s*to\s*allocate\s*` + sz + `\s*of\s*pinned\s*memory:\s*out\s*of\s*memory|cudaHostAlloc\w*\s*(?:\(.{0,80}?\)\s*)?failed.{0,80}?(?:out\s*of\s*memory|cudaErrorMemoryAllocation)`), parse: parsePinned, lits: []string{"pinnedhostmemory", "ofpinnedmemory", "cudahostalloc"}},
-	{framework: "llama.cpp", anchor: re(`(?:allocating\s*` + sz + `\s*on\s*device\s*\d+:\s*)?cudaMalloc\s*failed:\s*out\s*of\s*memory|failed\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL)\d*\s*buffer\s*of\s*size\s*\d+|unable\s*to\s*allocate\s*(?:CUDA|ROCm|Metal|Vulkan|SYCL|backend)\d*\s*buffer|kIOGPUCommandBufferCallbackErrorOutOfMemory`), parse: parseLlama, lits: []string{"cudamallocfailed", "failedtoallocate", "unabletoallocate", "kiogpucommandbuffercallbackerroroutofmemory"}},
-	{framework: "onnxruntime", anchor: re(`Failed\s*to\s*allocate\s*memory\s*for\s*requested\s*buffer\s*of\s*size\s*\d+`), parse: parseORT, lits: []string{"failedtoallocatememoryforrequestedbuffer"}},
-	{framework: "tensorrt", anchor: re(`Requested\s*amount\s*of\s*GPU\s*memory\s*\(\d+\s*bytes\)\s*could\s*not\s*be\s*allocated|Error\s*Code\s*\d+:\s*Cuda\s*Runtime\s*\(out\s*of\s*memory\)`), parse: parseTRT, lits: []string{"requestedamountofgpumemory", "cudaruntime(outofmemory)"}},
-	{framework: "tgi", anchor: re(`Not\s*enough\s*memory\s*to\s*handle\s*\d+\s*prefill\s*tokens`), parse: parseTGI, lits: []string{"prefilltokens"}},
-	{framework: "tensorflow", anchor: re(`(?:ResourceExhaustedError|Resource\s*exhausted|RESOURCE_EXHAUSTED):?.{0,200}?failed\s*to\s*allocate\s*memory`), parse: parseTFFailed, lits: []string{"failedtoallocatememory"}},
-	{framework: "cublas", anchor: re(`CUBLAS_STATUS_ALLOC_FAILED`), parse: parseNothing, lits: []string{"cublas_status_alloc_failed"}},
-	{framework: "cudnn", anchor: re(`CUDNN_STATUS_ALLOC_FAILED`), parse: parseNothing, lits: []string{"cudnn_status_alloc_failed"}},
-	{framework: "cudnn", anchor: cudnnStatus, accept: acceptCuDNN, parse: parseCuDNNStatus, lits: []string{"cudnn_status_", "cublas_status_"}},
-	{framework: "tensorflow", anchor: bfcStatsAnchor, parse: parseBFCStats, lits: []string{"stats:limit:"}},
-	{framework: "triton", anchor: re(`(?:OutOfResources:\s*)?out\s*of\s*resource:\s*shared\s*memory`), parse: parseTriton, lits: []string{"outofresource:sharedmemory"}},
-	{framework: "deepspeed", anchor: dsFlushes, parse: parseDeepSpeedFlushes, lits: []string{"allocatorcacheflushes"}},
-	{framework: "numpy", anchor: re(`(?:numpy\.(?:_?core)\._exceptions\.)?(?:_ArrayMemoryError|MemoryError):\s*Unable\s*to\s*allocate`), parse: parseNumPy, lits: []string{"memoryerror:unabletoallocate"}},
-	{framework: "python", anchor: re(`MemoryError`), acceptLine: acceptPyMemoryError, parse: parseHostRAM, lits: []string{"memoryerror"}},
-	{framework: "python", anchor: re(`OSError:\s*\[Errno\s*12\]\s*Cannot\s*allocate\s*memory`), parse: parseHostRAM, lits: []string{"[errno12]cannotallocatememory"}},
-	{framework: "pytorch", anchor: re(`DataLoader\s*worker\s*\(pid\s*\d+\)\s*is\s*killed\s*by\s*signal:\s*(?:Bus\s*error|Killed)|[Uu]nexpected\s*bus\s*error\s*encountered\s*in\s*worker`), parse: parseDataLoader, lits: []string{"iskilledbysignal", "unexpectedbuserror"}},
-	{framework: "jvm", anchor: re(`java\.lang\.OutOfMemoryError:\s*(?:Java\s*heap\s*space|GC\s*overhead\s*limit\s*exceeded|Direct\s*buffer\s*memory|Metaspace|unable\s*to\s*create\s*(?:new\s*)?native\s*thread|Requested\s*array\s*size\s*exceeds\s*VM\s*limit)`), parse: parseHostRAM, lits: []string{"java.lang.outofmemoryerror:"}},
-	{framework: "kernel", anchor: re(`(?:Memory\s*cgroup\s*out\s*of\s*memory|Out\s*of\s*memory):\s*Kill(?:ed)?\s*process\s*\d+|Killed\s*process\s*\d+\s*\([^)]{0,64}\)\s*total-vm`), parse: parseKernelOOM, lits: []string{"killprocess", "killedprocess"}},
-	{framework: "kubernetes", anchor: re(`OOMKilled`), parse: parseKubernetes, lits: []string{"oomkilled"}},
-	{framework: "process", anchor: re(`Killed`), acceptLine: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
-	{framework: "process", anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
-	{framework: "tensorflow", anchor: re(`OOM\s*when\s*allocating\s*tensor`), parse: parseTFOOM, lits: []string{"oomwhenallocatingtensor"}},
-	{framework: "tensorflow", anchor: re(`(?:Allocator\s*\(\w+\)\s*)?[Rr]an\s*out\s*of\s*memory\s*trying\s*to\s*allocate`), parse: parseBFC, lits: []string{"outofmemorytryingtoallocate"}},
-	{framework: "jax", anchor: re(`Attempting\s*to\s*allocate\s*` + sz + `\.\s*That\s*was\s*not\s*possible|Ran\s*out\s*of\s*memory\s*in\s*memory\s*space\s*hbm|(?i:resource[\s_]*exhausted):\s*(?:Out\s*of\s*memory|Failed\s*to\s*allocate)|Out\s*of\s*memory\s*while\s*trying\s*to\s*allocate|Out\s*of\s*memory\s*allocating`), parse: parseJAX, lits: []string{"exhausted", "outofmemorywhiletryingtoallocate", "outofmemoryallocating", "thatwasnotpossible", "memoryspacehbm"}},
-	{framework: "vllm", anchor: re(`No\s*available\s*memory\s*for\s*the\s*cache\s*blocks|(?:The\s*model's\s*)?max\s*seq\s*len\s*\(\d+\)\s*is\s*larger\s*than\s*the\s*maximum\s*number\s*of\s*tokens|To\s*serve\s*at\s*least\s*one\s*request.{0,120}?KV\s*cache\s*is\s*needed|Free\s*memory\s*on\s*device|Insufficient\s*memory\s*for\s*(?:the\s*)?KV\s*cache`), parse: parseVLLM, lits: []string{"noavailablememoryforthecacheblocks", "maxseqlen(", "toserveatleastonerequest", "freememoryondevice", "insufficientmemoryfor"}},
-}
-
 func parseNothing(seg, line string, e *Explanation) {}
 
 // setSize stores the size in groups g[i:i+3] (number, unit, exact).

@@ -298,99 +298,17 @@ func parseMXNet(seg, line string, e *Explanation) { e.key = "mxnet" }
 // diagnoseKind fills Diagnosis and Remedies for memory other than the
 // card's and for warnings; ok is false for the card's memory.
 func diagnoseKind(e *Explanation) (ok bool) {
-	B := FormatBytes
 	var why []string
 	var list []RemedyEstimate
-	r := func(name, saving, cost, effort, how string) {
-		list = append(list, RemedyEstimate{Name: name, Saving: saving, Cost: cost, Effort: effort, How: how})
-	}
 	switch e.Kind {
 	case "host":
-		s := "The machine's RAM ran out, not GPU memory"
-		switch {
-		case e.Framework == "pytorch" && e.RequestedBytes != nil:
-			s += fmt.Sprintf(": PyTorch's CPU allocator could not get %s.", B(*e.RequestedBytes))
-		case e.Framework == "numpy" && e.RequestedBytes != nil:
-			s += fmt.Sprintf(": NumPy could not allocate %s for an array of shape %s (%s).", B(*e.RequestedBytes), e.Shape, e.DType)
-		case e.key == "shm":
-			s = "The shared memory (/dev/shm) that DataLoader workers pass batches through ran out, not GPU memory" +
-				" (a container's default is 64 MiB: docker run --shm-size=16g or --ipc=host)."
-		case e.Framework == "kubernetes":
-			s = "The container passed its memory limit and the kernel ended it (OOMKilled): host RAM as the pod's limit counts it, not GPU memory" +
-				" (raise resources.limits.memory, or use less RAM)."
-		case e.Framework == "jvm":
-			s += ": the Java heap (or its off-heap memory) was full: raise -Xmx (spark.driver.memory / spark.executor.memory)."
-		case e.Framework == "kernel" && len(e.Processes) > 0:
-			p := e.Processes[0]
-			s += fmt.Sprintf(": the kernel's OOM killer ended process %d (%s)", p.PID, p.Name)
-			if p.Bytes > 0 {
-				s += fmt.Sprintf(", which held %s of RAM (anon-rss)", B(p.Bytes))
-			}
-			s += "."
-		default:
-			s += "."
-		}
-		if e.Confidence == "likely" {
-			s = "Likely the machine's RAM ran out, not GPU memory: " + e.Reason + "."
-		}
-		check := "run `free -h` during the job and `dmesg | grep -i 'killed process'` after it."
-		if e.key == "shm" {
-			check = "`df -h /dev/shm` during the job shows how full it is; fewer DataLoader workers use less of it."
-		}
-		why = append(why, s, "Freeing GPU memory does not help; "+check)
-		r("load less into RAM", "the dataset or model copies held in RAM", "some I/O speed", "medium",
-			"memory-map or stream the dataset instead of loading it whole; load checkpoints with mmap=True / map_location straight to the GPU")
-		r("fewer data loader workers", "each worker's copy of the dataset", "slower input", "easy",
-			"DataLoader(num_workers=...) lower; persistent_workers=False")
-		r("more RAM or swap", "what the job lacks", "money, or slow swapping", "easy",
-			"a machine or container with a higher memory limit (in a container the limit is the cgroup's, not the host's)")
-		if e.Framework == "pytorch" && e.RequestedBytes != nil {
-			r("check the tensor's device", "the whole request, when it was meant for the GPU", "none", "easy",
-				"a tensor of this size created on the CPU is often one that was meant to be created with device='cuda'")
-		}
+		why, list = e.diagnoseHost()
 	case "pinned_host":
-		s := "Pinned (page-locked) host memory ran out: RAM that the driver locks for fast transfers to the GPU, not GPU memory"
-		if e.RequestedBytes != nil {
-			s += fmt.Sprintf("; %s could not be locked", B(*e.RequestedBytes))
-		}
-		why = append(why, s+".", "Locked memory is limited by the machine's RAM and by the memlock limit (ulimit -l; a container's own limit).")
-		r("pin less memory", "the pinned buffers", "slower host-to-GPU copies", "easy",
-			"DataLoader(pin_memory=False); DeepSpeed offload: \"pin_memory\": false under offload_optimizer / offload_param; TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB")
-		r("raise the locked-memory limit", "room for the pinned buffers", "none", "easy",
-			"ulimit -l unlimited (docker run --ulimit memlock=-1)")
-		r("more RAM", "what the job lacks", "money", "easy", "a machine with more RAM, or fewer jobs on it")
+		why, list = e.diagnosePinned()
 	case "gpu_shared_memory":
-		s := "A Triton kernel needs more shared memory per block than the GPU has"
-		if e.RequestedBytes != nil && e.AllowedBytes != nil {
-			s += fmt.Sprintf(": %d bytes required, %d the hardware limit", *e.RequestedBytes, *e.AllowedBytes)
-		}
-		why = append(why, s+".", "Shared memory is on-chip memory of each streaming multiprocessor, not the card's memory: freeing GPU memory or a smaller batch does not help; the kernel's block sizes or pipeline stages decide it.")
-		r("smaller blocks or fewer stages", "the kernel's shared memory", "some kernel speed", "medium",
-			"lower BLOCK_M/BLOCK_N/BLOCK_K or num_stages in the kernel's config (or its autotune configs)")
-		r("a newer release of the library", "the kernel's shared memory, where it learnt the smaller limit of this GPU", "none", "easy",
-			"upgrade the package that ships the kernel; many add configs for consumer GPUs")
-		r("another code path", "all of it", "speed", "easy",
-			"turn the Triton kernel off (the library's fallback, or torch.compile off for that module)")
-		r("a GPU with more shared memory per block", "all of it", "money", "hard",
-			"data-centre GPUs allow more per block (e.g. 163 KiB on A100, 227 KiB on H100)")
+		why, list = e.diagnoseSharedMemory()
 	case "memory_pressure":
-		s := "DeepSpeed ZeRO-3 warns of memory pressure: it flushed PyTorch's allocator cache"
-		if e.CacheFlushes != nil {
-			s += fmt.Sprintf(" %d time(s) in the last step", *e.CacheFlushes)
-		}
-		if e.Framework != "deepspeed" {
-			s = e.frameworkName() + "'s allocator could not get memory for an operation that can do without it (it says this is not a failure)"
-			if e.RequestedBytes != nil {
-				s += fmt.Sprintf(": %s on %s", B(*e.RequestedBytes), e.gpu())
-			}
-		}
-		why = append(why, s+". This is not an out-of-memory error, but the card is nearly full: it is slow now and often runs out next.")
-		list = append(list, FragmentationRemedies(0)...)
-		r("flush on every rank at once", "stalls of ranks waiting for one that flushes", "a little time per step", "easy",
-			"get_accelerator().empty_cache() in the training loop, on all ranks")
-		r("ZeRO-3: keep fewer parameters live", "the gathered parameters", "more communication", "easy",
-			"lower stage3_max_live_parameters, stage3_prefetch_bucket_size and stage3_max_reuse_distance")
-		list = append(list, TrainingRemediesFor("pytorch", 0)...)
+		why, list = e.diagnosePressure()
 	default:
 		return false
 	}
@@ -398,4 +316,94 @@ func diagnoseKind(e *Explanation) (ok bool) {
 	e.Diagnosis = strings.Join(why, " ")
 	e.Remedies = capList(list)
 	return true
+}
+
+func remedy(name, saving, cost, effort, how string) RemedyEstimate {
+	return RemedyEstimate{Name: name, Saving: saving, Cost: cost, Effort: effort, How: how}
+}
+
+// diagnoseHost: the machine's RAM ran out.
+func (e *Explanation) diagnoseHost() ([]string, []RemedyEstimate) {
+	f := e.spec()
+	s := "The machine's RAM ran out, not GPU memory"
+	if f.host != nil {
+		s = f.host(e, s)
+	} else {
+		s += "."
+	}
+	if e.Confidence == "likely" {
+		s = "Likely the machine's RAM ran out, not GPU memory: " + e.Reason + "."
+	}
+	check := "run `free -h` during the job and `dmesg | grep -i 'killed process'` after it."
+	if e.key == "shm" {
+		check = "`df -h /dev/shm` during the job shows how full it is; fewer DataLoader workers use less of it."
+	}
+	list := []RemedyEstimate{
+		remedy("load less into RAM", "the dataset or model copies held in RAM", "some I/O speed", "medium",
+			"memory-map or stream the dataset instead of loading it whole; load checkpoints with mmap=True / map_location straight to the GPU"),
+		remedy("fewer data loader workers", "each worker's copy of the dataset", "slower input", "easy",
+			"DataLoader(num_workers=...) lower; persistent_workers=False"),
+		remedy("more RAM or swap", "what the job lacks", "money, or slow swapping", "easy",
+			"a machine or container with a higher memory limit (in a container the limit is the cgroup's, not the host's)"),
+	}
+	if f.hostRemedies != nil {
+		list = append(list, f.hostRemedies(e)...)
+	}
+	return []string{s, "Freeing GPU memory does not help; " + check}, list
+}
+
+// diagnosePinned: page-locked host memory ran out.
+func (e *Explanation) diagnosePinned() ([]string, []RemedyEstimate) {
+	s := "Pinned (page-locked) host memory ran out: RAM that the driver locks for fast transfers to the GPU, not GPU memory"
+	if e.RequestedBytes != nil {
+		s += fmt.Sprintf("; %s could not be locked", FormatBytes(*e.RequestedBytes))
+	}
+	return []string{s + ".", "Locked memory is limited by the machine's RAM and by the memlock limit (ulimit -l; a container's own limit)."},
+		[]RemedyEstimate{
+			remedy("pin less memory", "the pinned buffers", "slower host-to-GPU copies", "easy",
+				"DataLoader(pin_memory=False); DeepSpeed offload: \"pin_memory\": false under offload_optimizer / offload_param; TensorFlow: TF_GPU_HOST_MEM_LIMIT_IN_MB"),
+			remedy("raise the locked-memory limit", "room for the pinned buffers", "none", "easy",
+				"ulimit -l unlimited (docker run --ulimit memlock=-1)"),
+			remedy("more RAM", "what the job lacks", "money", "easy", "a machine with more RAM, or fewer jobs on it"),
+		}
+}
+
+// diagnoseSharedMemory: a kernel's on-chip shared memory.
+func (e *Explanation) diagnoseSharedMemory() ([]string, []RemedyEstimate) {
+	s := "A Triton kernel needs more shared memory per block than the GPU has"
+	if e.RequestedBytes != nil && e.AllowedBytes != nil {
+		s += fmt.Sprintf(": %d bytes required, %d the hardware limit", *e.RequestedBytes, *e.AllowedBytes)
+	}
+	return []string{s + ".", "Shared memory is on-chip memory of each streaming multiprocessor, not the card's memory: freeing GPU memory or a smaller batch does not help; the kernel's block sizes or pipeline stages decide it."},
+		[]RemedyEstimate{
+			remedy("smaller blocks or fewer stages", "the kernel's shared memory", "some kernel speed", "medium",
+				"lower BLOCK_M/BLOCK_N/BLOCK_K or num_stages in the kernel's config (or its autotune configs)"),
+			remedy("a newer release of the library", "the kernel's shared memory, where it learnt the smaller limit of this GPU", "none", "easy",
+				"upgrade the package that ships the kernel; many add configs for consumer GPUs"),
+			remedy("another code path", "all of it", "speed", "easy",
+				"turn the Triton kernel off (the library's fallback, or torch.compile off for that module)"),
+			remedy("a GPU with more shared memory per block", "all of it", "money", "hard",
+				"data-centre GPUs allow more per block (e.g. 163 KiB on A100, 227 KiB on H100)"),
+		}
+}
+
+// diagnosePressure: a warning that the card is nearly full.
+func (e *Explanation) diagnosePressure() ([]string, []RemedyEstimate) {
+	var s string
+	if f := e.spec(); f.pressure != nil {
+		s = f.pressure(e)
+	} else {
+		s = e.frameworkName() + "'s allocator could not get memory for an operation that can do without it (it says this is not a failure)"
+		if e.RequestedBytes != nil {
+			s += fmt.Sprintf(": %s on %s", FormatBytes(*e.RequestedBytes), e.gpu())
+		}
+	}
+	list := FragmentationRemedies(0)
+	list = append(list,
+		remedy("flush on every rank at once", "stalls of ranks waiting for one that flushes", "a little time per step", "easy",
+			"get_accelerator().empty_cache() in the training loop, on all ranks"),
+		remedy("ZeRO-3: keep fewer parameters live", "the gathered parameters", "more communication", "easy",
+			"lower stage3_max_live_parameters, stage3_prefetch_bucket_size and stage3_max_reuse_distance"))
+	list = append(list, TrainingRemediesFor("pytorch", 0)...)
+	return []string{s + ". This is not an out-of-memory error, but the card is nearly full: it is slow now and often runs out next."}, list
 }

@@ -37,6 +37,15 @@ var triggers = sync.OnceValue(func() *triggerMatcher { return newTriggerMatcher(
 
 func newTriggerMatcher(words []string) *triggerMatcher {
 	m := &triggerMatcher{}
+	m.classes(words)
+	nodes := m.trie(words)
+	m.table(nodes)
+	return m
+}
+
+// classes gives each byte that a trigger holds a column, upper case that
+// of its lower case.
+func (m *triggerMatcher) classes(words []string) {
 	n := clsFirst
 	for _, w := range words {
 		for i := 0; i < len(w); i++ {
@@ -57,21 +66,37 @@ func newTriggerMatcher(words []string) *triggerMatcher {
 		}
 	}
 	m.ncls = n
-	// The trie, then breadth first the failure links and the full table.
-	type node struct {
-		next  []int32 // by class; -1 none
-		fail  int32
-		end   bool
-		guard byte // the node ends only a trigger with this guard
+}
+
+// A trieNode is a state of the automaton while it is built.
+type trieNode struct {
+	next  []int32 // by class; -1 none
+	fail  int32
+	end   bool
+	guard byte // the node ends only a trigger with this guard
+}
+
+// endWith marks nd as the end of a trigger of guard g.
+func (nd *trieNode) endWith(g byte) {
+	if !nd.end {
+		nd.guard = g
+	} else if nd.guard != g {
+		nd.guard = 0
 	}
-	newNode := func() node {
-		nx := make([]int32, n)
+	nd.end = true
+}
+
+// trie returns the trie of the words, with the failure links and every
+// transition filled in (breadth first).
+func (m *triggerMatcher) trie(words []string) []trieNode {
+	newNode := func() trieNode {
+		nx := make([]int32, m.ncls)
 		for i := range nx {
 			nx[i] = -1
 		}
-		return node{next: nx}
+		return trieNode{next: nx}
 	}
-	nodes := []node{newNode()}
+	nodes := []trieNode{newNode()}
 	for _, w := range words {
 		s := int32(0)
 		for i := 0; i < len(w); i++ {
@@ -82,72 +107,63 @@ func newTriggerMatcher(words []string) *triggerMatcher {
 			}
 			s = nodes[s].next[k]
 		}
-		if !nodes[s].end {
-			nodes[s].guard = triggerGuards[w]
-		} else if nodes[s].guard != triggerGuards[w] {
-			nodes[s].guard = 0
-		}
-		nodes[s].end = true
+		nodes[s].endWith(triggerGuards[w])
 	}
 	order := []int32{0}
 	for q := 0; q < len(order); q++ {
 		s := order[q]
-		for k := clsFirst; k < n; k++ {
+		for k := clsFirst; k < m.ncls; k++ {
 			t := nodes[s].next[k]
-			if t < 0 {
-				if s == 0 {
-					nodes[s].next[k] = 0
-				} else {
-					nodes[s].next[k] = nodes[nodes[s].fail].next[k]
+			switch {
+			case t < 0 && s == 0:
+				nodes[s].next[k] = 0
+			case t < 0:
+				nodes[s].next[k] = nodes[nodes[s].fail].next[k]
+			default:
+				if s != 0 {
+					nodes[t].fail = nodes[nodes[s].fail].next[k]
 				}
-				continue
-			}
-			if s != 0 {
-				nodes[t].fail = nodes[nodes[s].fail].next[k]
-			}
-			if f := nodes[nodes[t].fail]; f.end {
-				if !nodes[t].end {
-					nodes[t].guard = f.guard
-				} else if nodes[t].guard != f.guard {
-					nodes[t].guard = 0
+				if f := nodes[nodes[t].fail]; f.end {
+					nodes[t].endWith(f.guard)
 				}
-				nodes[t].end = true
+				order = append(order, t)
 			}
-			order = append(order, t)
 		}
 	}
-	// Renumber so that the final states come last: one comparison per
-	// byte tells a match (or ESC).
+	return nodes
+}
+
+// table numbers the states so that the final ones come last (one
+// comparison per byte tells a match, or ESC) and fills delta.
+func (m *triggerMatcher) table(nodes []trieNode) {
+	n := uint32(m.ncls)
 	id := make([]uint32, len(nodes))
 	next := uint32(0)
-	for pass := 0; pass < 2; pass++ {
+	for _, final := range []bool{false, true} {
+		if final {
+			m.final = next * n
+		}
 		for i := range nodes {
-			if nodes[i].end == (pass == 1) {
-				id[i] = next * uint32(n)
+			if nodes[i].end == final {
+				id[i] = next * n
 				next++
 			}
 		}
-		if pass == 0 {
-			m.final = next * uint32(n)
-		}
 	}
-	m.guard = make([]byte, len(nodes)-int(m.final)/n)
-	for i, nd := range nodes {
-		if nd.end {
-			m.guard[(id[i]-m.final)/uint32(n)] = nd.guard
-		}
-	}
-	m.delta = make([]uint32, len(nodes)*n)
+	m.delta = make([]uint32, len(nodes)*m.ncls)
+	m.guard = make([]byte, len(nodes)-int(m.final/n))
 	for i, nd := range nodes {
 		row := m.delta[id[i]:]
 		row[clsOther] = id[0] // a byte no trigger holds: back to the root
 		row[clsSkip] = id[i]
 		row[clsESC] = escState
-		for k := clsFirst; k < n; k++ {
+		for k := clsFirst; k < m.ncls; k++ {
 			row[k] = id[nd.next[k]]
 		}
+		if nd.end {
+			m.guard[(id[i]-m.final)/n] = nd.guard
+		}
 	}
-	return m
 }
 
 // A triggerScan is a position in a text and the automaton's state there.

@@ -392,33 +392,14 @@ func TrainingRemedies(processBytes uint64) []RemedyEstimate {
 	return estimates(Training, processBytes)
 }
 
-// frameworkHow holds the concrete step of a remedy where it differs from
-// PyTorch's.
-var frameworkHow = map[string]map[string]string{
-	"tensorflow": {
-		"mixed_precision":        "tf.keras.mixed_precision.set_global_policy(\"mixed_float16\") (LossScaleOptimizer is added by Keras)",
-		"gradient_checkpointing": "tf.recompute_grad(block) around blocks",
-		"model_parallelism":      "DTensor / tf.distribute with a model-parallel layout, or split layers across GPUs",
-	},
-	"paddle": {
-		"mixed_precision":        "with paddle.amp.auto_cast(): ... and paddle.amp.GradScaler",
-		"gradient_checkpointing": "paddle.distributed.fleet.utils.recompute(block, x)",
-		"model_parallelism":      "paddle.distributed.fleet with sharding (ZeRO-style) or tensor parallelism",
-	},
-	"jax": {
-		"mixed_precision":        "keep parameters in float32 and compute in bfloat16 (jmp policies, or dtype=jnp.bfloat16 in Flax modules)",
-		"gradient_checkpointing": "jax.checkpoint (jax.remat) around blocks, or nn.remat in Flax",
-		"model_parallelism":      "shard parameters and optimizer state over devices with jax.sharding (NamedSharding, FSDP-style)",
-	},
-}
-
 // TrainingRemediesFor is TrainingRemedies with the concrete steps of the
 // framework ("pytorch", "tensorflow", "jax"; others get PyTorch's).
 func TrainingRemediesFor(framework string, processBytes uint64) []RemedyEstimate {
 	rs := Remedies(Training)
 	out := make([]RemedyEstimate, len(rs))
+	f := frameworks[framework]
 	for i, r := range rs {
-		if how, ok := frameworkHow[framework][r.Key]; ok {
+		if how, ok := f.how[r.Key]; f != nil && ok {
 			r.How = how
 		}
 		out[i] = r.Estimate(processBytes)

@@ -72,37 +72,9 @@ func TestDemoRules(t *testing.T) {
 				t.Errorf("at 1 min want only GPU 2's 1.5 GiB unattributed, got %+v", as)
 			}
 		},
-		5 * time.Minute: func(snap sampler.Snapshot, as []Alert) {
+		5 * time.Minute: func(_ sampler.Snapshot, as []Alert) {
 			checkAll(as)
-			if ot := alertsOf(as, RuleOtherTenants); len(ot) != 1 || ot[0].DeviceID != "0" || !strings.Contains(ot[0].Message, "PID 52817 (bob, python eval.py)") {
-				t.Errorf("bob's job beside alice's on GPU 0: %+v", ot)
-			}
-			// alice's evaluation spikes push GPU 0 over the warning line
-			// every 30 s: the threshold holds between them.
-			if th := alertsOf(as, RuleThreshold); len(th) != 1 || th[0].DeviceID != "0" || th[0].Severity < Warn {
-				t.Errorf("GPU 0's threshold: %+v", th)
-			} else {
-				mustContain(t, "message", th[0].Message, "PID 41230 (alice, python train.py)")
-			}
-			var ttf []string
-			for _, a := range alertsOf(as, RuleTimeToFull) {
-				ttf = append(ttf, a.DeviceID)
-				if a.DeviceID == "1" {
-					mustContain(t, "message", a.Message, "GPU 1 full in ~", "(+480 MiB/min), mostly PID 30411 (carol, python serve.py)")
-					if a.ETA < 80*time.Minute || a.ETA > 100*time.Minute {
-						t.Errorf("GPU 1 fills 44 GiB at 480 MiB/min in ~94 min, said %v", a.ETA)
-					}
-				}
-			}
-			if strings.Join(ttf, ",") != "1" {
-				t.Errorf("time_to_full on %v, want GPU 1 only (GPU 0's job has finished loading)", ttf)
-			}
-			if fg := alertsOf(as, RuleFreerGPU); len(fg) != 1 || fg[0].Suggest != "1" {
-				t.Errorf("freer GPU for GPU 0: %+v", fg)
-			}
-			if len(alertsOf(as, RuleLeakSuspect)) != 0 {
-				t.Errorf("a leak after 5 min of history: %+v", alertsOf(as, RuleLeakSuspect))
-			}
+			checkDemoAt5Min(t, as)
 		},
 		10 * time.Minute: func(_ sampler.Snapshot, as []Alert) {
 			checkAll(as)
@@ -128,6 +100,41 @@ func TestDemoRules(t *testing.T) {
 	})
 	if sawMIGParent {
 		t.Error("an alert on the MIG parent GPU 3")
+	}
+}
+
+// checkDemoAt5Min checks the demo's alerts 5 minutes in: bob's job beside
+// alice's, GPU 0 over its warning line, GPU 1 filling, no leak yet.
+func checkDemoAt5Min(t *testing.T, as []Alert) {
+	t.Helper()
+	if ot := alertsOf(as, RuleOtherTenants); len(ot) != 1 || ot[0].DeviceID != "0" || !strings.Contains(ot[0].Message, "PID 52817 (bob, python eval.py)") {
+		t.Errorf("bob's job beside alice's on GPU 0: %+v", ot)
+	}
+	// alice's evaluation spikes push GPU 0 over the warning line
+	// every 30 s: the threshold holds between them.
+	if th := alertsOf(as, RuleThreshold); len(th) != 1 || th[0].DeviceID != "0" || th[0].Severity < Warn {
+		t.Errorf("GPU 0's threshold: %+v", th)
+	} else {
+		mustContain(t, "message", th[0].Message, "PID 41230 (alice, python train.py)")
+	}
+	var ttf []string
+	for _, a := range alertsOf(as, RuleTimeToFull) {
+		ttf = append(ttf, a.DeviceID)
+		if a.DeviceID == "1" {
+			mustContain(t, "message", a.Message, "GPU 1 full in ~", "(+480 MiB/min), mostly PID 30411 (carol, python serve.py)")
+			if a.ETA < 80*time.Minute || a.ETA > 100*time.Minute {
+				t.Errorf("GPU 1 fills 44 GiB at 480 MiB/min in ~94 min, said %v", a.ETA)
+			}
+		}
+	}
+	if strings.Join(ttf, ",") != "1" {
+		t.Errorf("time_to_full on %v, want GPU 1 only (GPU 0's job has finished loading)", ttf)
+	}
+	if fg := alertsOf(as, RuleFreerGPU); len(fg) != 1 || fg[0].Suggest != "1" {
+		t.Errorf("freer GPU for GPU 0: %+v", fg)
+	}
+	if len(alertsOf(as, RuleLeakSuspect)) != 0 {
+		t.Errorf("a leak after 5 min of history: %+v", alertsOf(as, RuleLeakSuspect))
 	}
 }
 
