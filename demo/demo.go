@@ -607,6 +607,16 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			m.Util, m.HasUtil = math.Round(u), true
 			m.TempC, m.HasTemp = d.temp(dv, t), true
 			m.PowerW, m.HasPower = d.power(dv, u, t), true
+			// The SM clock boosts under load and drops when idle; the
+			// memory clock stays (H100 SXM 2619 MHz, H200 3201 MHz).
+			m.SMClockMHz, m.HasSMClock = 1980, true
+			if u < 1 {
+				m.SMClockMHz = 345
+			}
+			m.MemClockMHz, m.HasMemClock = 2619, true
+			if dv.kind == kindH200 {
+				m.MemClockMHz = 3201
+			}
 		case kindA100MIGParent:
 			m.Total, m.Reserved, m.HasReserved = a100Total*demoMiB, a100Reserved*demoMiB, true
 			for _, c := range dv.children {
@@ -616,6 +626,7 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			// In MIG mode the device reports no utilization.
 			m.TempC, m.HasTemp = 38+int(4*smoothNoise(dv.seed, t, 20*time.Second)), true
 			m.PowerW, m.HasPower = math.Round(210+25*smoothNoise(dv.seed, t, time.Second)), true
+			m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = 1410, true, 1593, true
 		case kindA100MIGInstance:
 			m.Total, m.HasReserved = a100MIG3g40gb*demoMiB, true
 			m.Used = d.usedBytes(i, t, now, a100MIG3g40gb)
@@ -626,6 +637,7 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			m.Used = d.usedBytes(i, t, now, v100Total)
 			m.Free = m.Total - m.Used
 			m.PowerW, m.HasPower = math.Round(165+20*smoothNoise(dv.seed, t, 2*time.Second)), true
+			m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = 1530, true, 877, true
 		}
 		out[i] = m
 	}

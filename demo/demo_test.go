@@ -359,6 +359,9 @@ func TestDemoAbsentFields(t *testing.T) {
 		if *d.TemperatureC < 25 || *d.TemperatureC > 90 || *d.PowerWatts < 50 || *d.PowerWatts > 700 {
 			t.Fatalf("GPU %s: %d °C, %.0f W", id, *d.TemperatureC, *d.PowerWatts)
 		}
+		if d.SMClockMHz == nil || d.MemoryClockMHz == nil || *d.SMClockMHz < 200 || *d.SMClockMHz > 2100 || *d.MemoryClockMHz < 800 || *d.MemoryClockMHz > 3300 {
+			t.Fatalf("GPU %s: SM clock %v MHz, memory clock %v MHz", id, d.SMClockMHz, d.MemoryClockMHz)
+		}
 	}
 }
 

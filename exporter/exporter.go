@@ -23,19 +23,23 @@ import (
 
 // Label names. The device labels are spelled as dcgm-exporter spells them
 // (gpu, UUID, pci_bus_id, device, modelName, hostname, GPU_I_ID,
-// GPU_I_PROFILE), so vramtop's series join with dcgm-exporter's. Before its
+// GPU_I_PROFILE), so vramtop's series join with dcgm-exporter's; vramtop's
+// own families (vramtop_gpu_*) say model_name, in Prometheus's snake_case
+// (LabelModelNameOwn), and the DCGM_* drop-ins keep dcgm's modelName. Before its
 // change of 2026-05 dcgm-exporter (and vramtop) said Hostname: readers
 // accept both (LabelHostnameOld).
 const (
-	LabelGPU         = "gpu"
-	LabelUUID        = "UUID"
-	LabelPCIBusID    = "pci_bus_id"
-	LabelDevice      = "device"
-	LabelModelName   = "modelName"
-	LabelHostname    = "hostname"
-	LabelHostnameOld = "Hostname"
-	LabelGPUInstID   = "GPU_I_ID"
-	LabelGPUProfile  = "GPU_I_PROFILE"
+	LabelGPU       = "gpu"
+	LabelUUID      = "UUID"
+	LabelPCIBusID  = "pci_bus_id"
+	LabelDevice    = "device"
+	LabelModelName = "modelName"
+	// LabelModelNameOwn is the model's label on vramtop's own families.
+	LabelModelNameOwn = "model_name"
+	LabelHostname     = "hostname"
+	LabelHostnameOld  = "Hostname"
+	LabelGPUInstID    = "GPU_I_ID"
+	LabelGPUProfile   = "GPU_I_PROFILE"
 	// LabelContainerID is the short container id of a process
 	// (Process.Container).
 	LabelContainerID = "container_id"
@@ -55,6 +59,8 @@ const (
 	DCGMGPUTemp    = "DCGM_FI_DEV_GPU_TEMP"
 	DCGMPowerUsage = "DCGM_FI_DEV_POWER_USAGE"
 	DCGMGPUUtil    = "DCGM_FI_DEV_GPU_UTIL"
+	DCGMSMClock    = "DCGM_FI_DEV_SM_CLOCK"
+	DCGMMemClock   = "DCGM_FI_DEV_MEM_CLOCK"
 
 	MemoryTotal        = "vramtop_gpu_memory_total_bytes"
 	MemoryUsed         = "vramtop_gpu_memory_used_bytes"
@@ -275,6 +281,8 @@ const (
 	fTemp
 	fPower
 	fUtilPct
+	fSMClock
+	fMemClock
 	fTotal
 	fUsed
 	fFree
@@ -296,6 +304,8 @@ var familyHeads = [nFamilies]family{
 	fTemp:          {name: DCGMGPUTemp, help: "GPU temperature (in C)."},
 	fPower:         {name: DCGMPowerUsage, help: "Power draw (in W)."},
 	fUtilPct:       {name: DCGMGPUUtil, help: "GPU utilization (in %)."},
+	fSMClock:       {name: DCGMSMClock, help: "SM clock frequency (in MHz)."},
+	fMemClock:      {name: DCGMMemClock, help: "Memory clock frequency (in MHz)."},
 	fTotal:         {name: MemoryTotal, help: "GPU memory in total, in bytes."},
 	fUsed:          {name: MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
 	fFree:          {name: MemoryFree, help: "GPU memory free, in bytes."},
@@ -332,8 +342,9 @@ func (f *family) add(v float64, ls labels) { f.samples = append(f.samples, sampl
 
 // deviceLabels are dcgm-exporter's labels for a device: gpu is the GPU's
 // index (the parent's for a MIG instance), device is "nvidiaN", and a MIG
-// instance adds GPU_I_PROFILE and GPU_I_ID.
-func deviceLabels(d *sampler.Device, host string) labels {
+// instance adds GPU_I_PROFILE and GPU_I_ID. model is the model label's name:
+// dcgm's modelName on the DCGM_* families, model_name on vramtop's own.
+func deviceLabels(d *sampler.Device, host, model string) labels {
 	idx := d.Index
 	if d.MIG != nil {
 		idx = d.MIG.ParentIndex
@@ -349,7 +360,7 @@ func deviceLabels(d *sampler.Device, host string) labels {
 		label{LabelDevice, "nvidia" + gpu},
 		label{LabelGPU, gpu},
 		label{LabelHostname, host},
-		label{LabelModelName, d.Name},
+		label{model, d.Name},
 		label{LabelPCIBusID, d.PCIBusID},
 	)
 }
@@ -366,7 +377,15 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 	if d.Err != "" || d.MemoryTotal == 0 {
 		return order
 	}
-	ls := deviceLabels(d, host)
+	ls := deviceLabels(d, host, LabelModelName)
+	// The same labels with vramtop's own spelling of the model: both sort
+	// between hostname and pci_bus_id, so the order of names holds.
+	own := slices.Clone(ls)
+	for i := range own {
+		if own[i].name == LabelModelName {
+			own[i].name = LabelModelNameOwn
+		}
+	}
 	// dcgm-exporter reports a MIG-enabled GPU through its instances.
 	if !d.MIGEnabled {
 		fams[fFBUsed].add(MiB(d.MemoryUsed), ls)
@@ -383,16 +402,22 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 	}
 	if d.UtilizationPercent != nil {
 		fams[fUtilPct].add(*d.UtilizationPercent, ls)
-		fams[fUtil].add(*d.UtilizationPercent/100, ls)
+		fams[fUtil].add(*d.UtilizationPercent/100, own)
 	}
-	fams[fTotal].add(float64(d.MemoryTotal), ls)
-	fams[fUsed].add(float64(d.MemoryUsed), ls)
-	fams[fFree].add(float64(d.MemoryFree), ls)
+	if d.SMClockMHz != nil {
+		fams[fSMClock].add(float64(*d.SMClockMHz), ls)
+	}
+	if d.MemoryClockMHz != nil {
+		fams[fMemClock].add(float64(*d.MemoryClockMHz), ls)
+	}
+	fams[fTotal].add(float64(d.MemoryTotal), own)
+	fams[fUsed].add(float64(d.MemoryUsed), own)
+	fams[fFree].add(float64(d.MemoryFree), own)
 	if d.MemoryReserved != nil {
-		fams[fReserved].add(float64(*d.MemoryReserved), ls)
+		fams[fReserved].add(float64(*d.MemoryReserved), own)
 	}
 	if d.Unattributed != nil {
-		fams[fUnattributed].add(float64(*d.Unattributed), ls)
+		fams[fUnattributed].add(float64(*d.Unattributed), own)
 	}
 
 	// The live processes, one per PID, largest first; those past the
@@ -413,11 +438,11 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 	if n := c.opts.MaxProcessSeries; n >= 0 && len(order) > n {
 		listed = order[:n]
 	}
-	fams[fUnexported].add(float64(len(order)-len(listed)), ls)
+	fams[fUnexported].add(float64(len(order)-len(listed)), own)
 	// Their memory, so that a reader of the series (the fleet view) does
 	// not count it as unattributed.
 	if unlisted, ok := usedBy(d.Processes, order[len(listed):]); ok {
-		fams[fUnexportedMem].add(float64(unlisted), ls)
+		fams[fUnexportedMem].add(float64(unlisted), own)
 	}
 	gpu := strconv.Itoa(d.Index)
 	var gi string

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,13 +127,36 @@ DCGM_FI_DEV_FB_USED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device=
 	}
 }
 
+// The SM and memory clocks are exported as dcgm-exporter exports them, in
+// MHz with its labels, where the device reports them.
+func TestDCGMClocks(t *testing.T) {
+	snap := fixedSnapshot()
+	snap.Devices = slices.Clone(snap.Devices)
+	snap.Devices[0].SMClockMHz, snap.Devices[0].MemoryClockMHz = sampler.Ptr(1980), sampler.Ptr(2619)
+	c := newTestCollector(&snap, nil, t0.Add(2*time.Second))
+	h100 := `UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"`
+	want := `
+# HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).
+# TYPE DCGM_FI_DEV_MEM_CLOCK gauge
+DCGM_FI_DEV_MEM_CLOCK{` + h100 + `} 2619
+# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{` + h100 + `} 1980
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMSMClock, DCGMMemClock); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vramtop's own device families name the model model_name (Prometheus's
+// snake_case); the DCGM_* ones keep dcgm-exporter's modelName.
 func TestVramtopDeviceMetrics(t *testing.T) {
 	snap := fixedSnapshot()
 	c := newTestCollector(&snap, nil, t0.Add(2*time.Second))
-	h100 := `UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"`
-	v100 := `UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"`
-	a100 := `UUID="GPU-cccc",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
-	mig := `GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
+	h100 := `UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",model_name="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"`
+	v100 := `UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",model_name="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"`
+	a100 := `UUID="GPU-cccc",device="nvidia2",gpu="2",hostname="node7",model_name="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
+	mig := `GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",model_name="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"`
 	want := `
 # HELP vramtop_gpu_memory_total_bytes GPU memory in total, in bytes.
 # TYPE vramtop_gpu_memory_total_bytes gauge

@@ -848,7 +848,7 @@ func (b *building) identify(m Labels) {
 	for _, l := range m {
 		var f *string
 		switch l.Name {
-		case exporter.LabelModelName:
+		case exporter.LabelModelName, exporter.LabelModelNameOwn:
 			f = &b.info.Name
 		case exporter.LabelUUID:
 			f = &b.info.UUID

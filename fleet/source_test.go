@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,9 +119,11 @@ func lbl(name string, kv ...string) map[string]string {
 
 // hostA runs vramtop: an H100 with two processes and an A100 in MIG mode
 // with one instance. hostB runs only dcgm-exporter.
+// vramtop's own families name the model model_name, its DCGM_* ones
+// modelName.
 func (f *fakeProm) fleet(usedA uint64) {
-	h100 := []string{"hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "modelName", "NVIDIA H100 80GB HBM3"}
-	a100 := []string{"hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "modelName", "NVIDIA A100-SXM4-80GB"}
+	h100 := []string{"hostname", "hostA", "gpu", "0", "UUID", "GPU-a0", "pci_bus_id", "00000000:18:00.0", "device", "nvidia0", "model_name", "NVIDIA H100 80GB HBM3"}
+	a100 := []string{"hostname", "hostA", "gpu", "1", "UUID", "GPU-a1", "device", "nvidia1", "model_name", "NVIDIA A100-SXM4-80GB"}
 	mig := append(append([]string{}, a100...), "GPU_I_ID", "2", "GPU_I_PROFILE", "3g.40gb", "UUID", "MIG-a1-2")
 	f.setDevices(
 		fakeSeries{lbl("vramtop_gpu_memory_total_bytes", h100...), 80 * gib},
@@ -145,7 +148,7 @@ func (f *fakeProm) fleet(usedA uint64) {
 	b0 := []string{"hostname", "hostB", "gpu", "0", "UUID", "GPU-b0", "pci_bus_id", "00000000:3B:00.0", "device", "nvidia0", "modelName", "Tesla V100-SXM2-16GB", "instance", "10.0.0.2:9400", "job", "dcgm"}
 	f.set(QueryDCGM,
 		// vramtop exports these too; its own series win.
-		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", h100...), 1},
+		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", append(slices.Clone(h100[:len(h100)-2]), "modelName", "NVIDIA H100 80GB HBM3")...), 1},
 		fakeSeries{lbl("DCGM_FI_DEV_FB_USED", b0...), 2049},
 		fakeSeries{lbl("DCGM_FI_DEV_FB_FREE", b0...), 14000},
 		fakeSeries{lbl("DCGM_FI_DEV_FB_RESERVED", b0...), 335},

@@ -37,6 +37,9 @@ type mockGPU struct {
 	util, temp, powerMW uint32
 	utilRet, tempRet    nvml.Return
 	powerRet            nvml.Return
+	smMHz, memMHz       uint32
+	clockRet            nvml.Return
+	clockCalls          int
 	samples             []nvml.ProcessUtilizationSample
 	samplesRet          nvml.Return
 }
@@ -77,6 +80,13 @@ func (g *mockGPU) wire(d *mock.Device) {
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
 		return g.powerMW, g.powerRet
 	}
+	d.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
+		g.clockCalls++
+		if c == nvml.CLOCK_MEM {
+			return g.memMHz, g.clockRet
+		}
+		return g.smMHz, g.clockRet
+	}
 	d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 		if g.samplesRet != nvml.SUCCESS {
 			return nil, g.samplesRet
@@ -104,6 +114,10 @@ func (q quietDevice) GetTemperature(s nvml.TemperatureSensors) (uint32, nvml.Ret
 	return q.GetTemperatureFunc(s)
 }
 
+func (q quietDevice) GetClockInfo(c nvml.ClockType) (uint32, nvml.Return) {
+	return q.GetClockInfoFunc(c)
+}
+
 // mockHost is a mock server with a mockGPU per device.
 type mockHost struct {
 	srv  *server.Server
@@ -126,6 +140,7 @@ func newMockHost(srv *server.Server) *mockHost {
 		g := &mockGPU{
 			mem:  nvml.Memory_v2{Version: 2, Total: total, Reserved: reservedH100, Used: used, Free: total - reservedH100 - used},
 			util: uint32(10 * i), temp: uint32(30 + i), powerMW: uint32(100000 + 1000*i),
+			smMHz: uint32(1980 - 10*i), memMHz: 2619,
 		}
 		g.wire(&d.Device)
 		busID := d.PciBusID

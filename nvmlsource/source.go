@@ -126,7 +126,7 @@ type nvmlDev struct {
 	migParent  bool // a GPU in MIG mode: processes are listed per instance
 
 	// What the device turned out not to support, so it is not asked again.
-	memV1, noUtil, noTemp, noPower, noGraphics, noProcUtil bool
+	memV1, noUtil, noTemp, noPower, noGraphics, noProcUtil, noClocks bool
 	// utilTS is the newest process-utilization sample seen (µs).
 	utilTS uint64
 
@@ -152,8 +152,8 @@ type nvmlDev struct {
 	gaugesAt time.Time
 }
 
-// gaugesEvery is how often a GPU's utilization, temperature and power are
-// read: a screen shows them once a second, and three calls each sample of
+// gaugesEvery is how often a GPU's utilization, temperature, power and
+// clocks are read: a screen shows them once a second, and three calls each sample of
 // fast mode (20 a second at 50 ms) would be most of its work. Between, a
 // sample carries the last readings. A little under a second, so that 1 s
 // sampling reads them every time.
@@ -354,7 +354,7 @@ func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
 	enabled := ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE
 	if enabled != g.migParent {
 		// What a GPU supports differs in and out of MIG mode.
-		g.noUtil, g.noTemp, g.noPower, g.noGraphics, g.noProcUtil = false, false, false, false, false
+		g.noUtil, g.noTemp, g.noPower, g.noGraphics, g.noProcUtil, g.noClocks = false, false, false, false, false, false
 		g.migParent = enabled
 	}
 	g.info.MIGEnabled = enabled
@@ -507,6 +507,7 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 	if !due(s.lastNow, d.gaugesAt, gaugesEvery) {
 		g := &d.gauges
 		m.Util, m.HasUtil, m.TempC, m.HasTemp, m.PowerW, m.HasPower = g.Util, g.HasUtil, g.TempC, g.HasTemp, g.PowerW, g.HasPower
+		m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = g.SMClockMHz, g.HasSMClock, g.MemClockMHz, g.HasMemClock
 		return true
 	}
 	d.gaugesAt = s.lastNow
@@ -536,6 +537,18 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 			m.PowerW, m.HasPower = float64(p)/1000, true
 		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
 			d.noPower = true
+		}
+	}
+	if !d.noClocks {
+		sm, ret := d.h.GetClockInfo(nvml.CLOCK_SM)
+		switch ret {
+		case nvml.SUCCESS:
+			m.SMClockMHz, m.HasSMClock = int(sm), true
+			if mc, ret := d.h.GetClockInfo(nvml.CLOCK_MEM); ret == nvml.SUCCESS {
+				m.MemClockMHz, m.HasMemClock = int(mc), true
+			}
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noClocks = true
 		}
 	}
 	d.gauges = *m

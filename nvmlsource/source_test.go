@@ -1004,3 +1004,30 @@ func TestNVMLSwapShowsWithinTwoSeconds(t *testing.T) {
 		t.Fatalf("memory that moved between two processes with the device's used memory unchanged showed after %v, want within 2s", shown)
 	}
 }
+
+// The SM and memory clocks are read with the other gauges, once in
+// gaugesEvery, not at every memory sample; a GPU that does not report them
+// has none, and is not asked again.
+func TestNVMLClocksWithTheGauges(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[2].clockRet = nvml.ERROR_NOT_SUPPORTED
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	for i := range 18 { // fast mode: 50 ms samples, within gaugesEvery
+		if err := s.ReadMemory(nvmlT0.Add(time.Duration(i)*50*time.Millisecond), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := out[1]; !m.HasSMClock || m.SMClockMHz != 1970 || !m.HasMemClock || m.MemClockMHz != 2619 {
+		t.Errorf("GPU 1: %+v, want SM 1970 MHz and memory 2619 MHz", m)
+	}
+	if n := h.gpus[1].clockCalls; n != 2 {
+		t.Errorf("%d clock calls in 18 samples 50 ms apart, want 2 (SM and memory, once)", n)
+	}
+	if err := s.ReadMemory(nvmlT0.Add(2*time.Second), out); err != nil {
+		t.Fatal(err)
+	}
+	if m := out[2]; m.HasSMClock || m.HasMemClock || h.gpus[2].clockCalls != 1 {
+		t.Errorf("GPU 2 without clocks: %+v after %d calls, want none, asked once", m, h.gpus[2].clockCalls)
+	}
+}

@@ -71,6 +71,8 @@ type DevPatch struct {
 	Util       *float64    `json:"util"`
 	Temp       *int        `json:"temp"`
 	Power      *float64    `json:"pw"`
+	SMClock    *int        `json:"smc"`
+	MemClock   *int        `json:"mc"`
 	Err        *string     `json:"err"`
 	RecentPeak *uint64     `json:"rp"`
 	ListAge    *int64      `json:"la"`
@@ -140,6 +142,10 @@ func (p *DevPatch) apply(d *DevRec) error {
 			d.Temp = nil
 		case "pw":
 			d.Power = nil
+		case "smc":
+			d.SMClock = nil
+		case "mc":
+			d.MemClock = nil
 		case "err":
 			d.Err = ""
 		case "rp":
@@ -158,6 +164,8 @@ func (p *DevPatch) apply(d *DevRec) error {
 	setPtr(&d.Util, p.Util)
 	setPtr(&d.Temp, p.Temp)
 	setPtr(&d.Power, p.Power)
+	setPtr(&d.SMClock, p.SMClock)
+	setPtr(&d.MemClock, p.MemClock)
 	set(&d.Err, p.Err)
 	setPtr(&d.RecentPeak, p.RecentPeak)
 	set(&d.ListAge, p.ListAge)

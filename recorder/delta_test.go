@@ -14,7 +14,7 @@ func full() Record {
 	u, f, i, s := uint64(7), 2.5, 3, uint32(1001)
 	samples := Samples{{T: 1773453600000000000, V: 5}}
 	return Record{T: time.Unix(1773453600, 0), Seq: 3, Devices: []DevRec{{
-		ID: "0", Total: 9, Used: 8, Free: 1, Res: &u, Unatt: &u, Util: &f, Temp: &i, Power: &f, Err: "lost", RecentPeak: &u, H: &samples,
+		ID: "0", Total: 9, Used: 8, Free: 1, Res: &u, Unatt: &u, Util: &f, Temp: &i, Power: &f, SMClock: &i, MemClock: &i, Err: "lost", RecentPeak: &u, ListAge: 5, H: &samples,
 		Procs: []ProcRec{
 			{PID: 1, User: "a", UID: &s, Command: "x", Used: &u, Type: "compute", Container: "c", Visible: true,
 				Job: &sampler.Job{SlurmJobID: "42"}, CPU: &f, HostMem: &u, Start: 11, Util: &f, FirstSeen: 12, LastSeen: 13, Peak: 14, Exited: true, H: &samples},

@@ -153,6 +153,7 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 			ID: d.ID, Total: d.MemoryTotal, Used: d.MemoryUsed, Free: d.MemoryFree,
 			Res: d.MemoryReserved, Unatt: d.Unattributed, Util: finite(d.UtilizationPercent),
 			Temp: d.TemperatureC, Power: finite(d.PowerWatts), Err: d.Err,
+			SMClock: d.SMClockMHz, MemClock: d.MemoryClockMHz,
 		}
 		if d.RecentPeakUsed != d.MemoryUsed {
 			dr.RecentPeak = sampler.Ptr(d.RecentPeakUsed)

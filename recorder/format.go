@@ -109,7 +109,10 @@ type DevRec struct {
 	Util  *float64 `json:"util,omitempty"`
 	Temp  *int     `json:"temp,omitempty"`
 	Power *float64 `json:"pw,omitempty"`
-	Err   string   `json:"err,omitempty"`
+	// SMClock and MemClock are the clocks in MHz.
+	SMClock  *int   `json:"smc,omitempty"`
+	MemClock *int   `json:"mc,omitempty"`
+	Err      string `json:"err,omitempty"`
 	// RecentPeak is the highest used memory sampled since the previous
 	// snapshot, where it differs from Used.
 	RecentPeak *uint64 `json:"rp,omitempty"`

@@ -549,6 +549,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 			MemoryTotal: d.Total, MemoryUsed: d.Used, MemoryFree: d.Free,
 			MemoryReserved: d.Res, Unattributed: d.Unatt, UtilizationPercent: d.Util,
 			TemperatureC: d.Temp, PowerWatts: d.Power, Err: d.Err,
+			SMClockMHz: d.SMClock, MemoryClockMHz: d.MemClock,
 			History:   c.series[seriesKey{dev: d.ID}].window(devCap),
 			Processes: make([]sampler.Process, len(d.Procs)),
 		}

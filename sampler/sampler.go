@@ -872,6 +872,12 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			if m.HasPower {
 				dev.PowerWatts = Ptr(m.PowerW)
 			}
+			if m.HasSMClock {
+				dev.SMClockMHz = Ptr(m.SMClockMHz)
+			}
+			if m.HasMemClock {
+				dev.MemoryClockMHz = Ptr(m.MemClockMHz)
+			}
 		}
 		switch {
 		case m.Err != nil:

@@ -74,6 +74,9 @@ type Device struct {
 	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
 	TemperatureC       *int     `json:"temperature_celsius,omitempty"`
 	PowerWatts         *float64 `json:"power_watts,omitempty"`
+	// SMClockMHz and MemoryClockMHz are the current SM and memory clocks.
+	SMClockMHz     *int `json:"sm_clock_mhz,omitempty"`
+	MemoryClockMHz *int `json:"memory_clock_mhz,omitempty"`
 
 	// MIGEnabled is true on a GPU in MIG mode; its memory and processes
 	// then belong to the MIG instances listed after it.

@@ -69,6 +69,9 @@ type MemSample struct {
 	HasTemp           bool
 	PowerW            float64
 	HasPower          bool
+	// SMClockMHz and MemClockMHz are the current SM and memory clocks.
+	SMClockMHz, MemClockMHz int
+	HasSMClock, HasMemClock bool
 	// Err marks this device as failed for this reading.
 	Err error
 }
