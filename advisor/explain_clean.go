@@ -269,6 +269,8 @@ var prefixREs = []*pattern{
 	re(`^\s*(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.<>-]*:\s?`),
 	// Levels: "ERROR ", "[ERROR]", "ERROR - ", "E " (glog), loguru "| ERROR | mod:fn:12 - ".
 	re(`^\s*\|?\s*\[?(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL|TRACE)\]?\s*(?:\|\s*[\w.<>]+:[\w.<>]+:\d+\s*-\s*|[:|-]\s*)?`),
+	// llama.cpp's log: "1.06.520.077 E " (minutes, seconds, ms, µs, level).
+	re(`^\s*\d+\.\d{2}\.\d{3}\.\d{3} [IWEDT] `),
 	// vLLM "05-01 12:00:00 [file.py:123] ".
 	re(`^\s*\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*`),
 	// glog / absl: "E0501 12:00:00.123456 12345 file.cc:123] ", TF ": W tensorflow/x.cc:12] ".

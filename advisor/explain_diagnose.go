@@ -321,6 +321,9 @@ func diagnoseNoNumbers(what string) func(e *Explanation) {
 // requestSentence says what was asked for against what was free.
 func (e *Explanation) requestSentence(f *frameworkSpec, short uint64) string {
 	B := FormatBytes
+	if e.RequestedBytes == nil && e.Shape != "" {
+		return fmt.Sprintf("%s could not allocate a tensor of shape %s on %s; the message gives no type, so no size. Run vramtop to see what holds the card.", e.frameworkName(), e.Shape, e.gpu())
+	}
 	if e.RequestedBytes == nil {
 		return fmt.Sprintf("%s ran out of memory on %s; the message gives no numbers. Run vramtop to see what holds the card.", e.frameworkName(), e.gpu())
 	}

@@ -430,7 +430,9 @@ func frameworkFromPath(line string, e *Explanation) {
 // TensorFlow: "OOM when allocating tensor with shape[32,512,512,64] and type
 // float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc".
 var (
-	tfShape     = re(`^OOM\s*when\s*allocating\s*tensor\s*(?:with|of)\s*shape\s*\[([\d,\s]{0,200})\]\s*and\s*type\s*(bfloat16|float16|float32|float64|float8_e4m3fn|float8_e5m2|float|half|double|complex128|complex64|qint8|quint8|qint16|quint16|qint32|uint8|uint16|uint32|uint64|int8|int16|int32|int64|bool)`)
+	tfShape = re(`^OOM\s*when\s*allocating\s*tensor\s*(?:with|of)\s*shape\s*\[([\d,\s]{0,200})\]\s*and\s*type\s*(bfloat16|float16|float32|float64|float8_e4m3fn|float8_e5m2|float|half|double|complex128|complex64|qint8|quint8|qint16|quint16|qint32|uint8|uint16|uint32|uint64|int8|int16|int32|int64|bool)`)
+	// Older releases print no type: "OOM when allocating tensor with shape[100,4096,32]".
+	tfShapeOnly = re(`^OOM\s*when\s*allocating\s*tensor\s*(?:with|of)\s*shape\s*\[([\d,\s]{0,200})\]`)
 	tfDevice    = re(`device:GPU:(\d+)`)
 	tfAllocator = re(`by\s*allocator\s*GPU_(\d+)_bfc`)
 	dtypeSize   = map[string]uint64{
@@ -448,6 +450,10 @@ func parseTFOOM(seg, line string, e *Explanation) {
 		e.DType = g[2]
 		if n, ok := shapeBytes(g[1], dtypeSize[g[2]]); ok {
 			e.RequestedBytes, e.RequestedFromShape = &n, true
+		}
+	} else if g := tfShapeOnly.FindStringSubmatch(seg); g != nil {
+		if _, ok := shapeBytes(g[1], 1); ok {
+			e.Shape = "[" + strings.Join(shapeDims(g[1]), ",") + "]"
 		}
 	}
 	if g := tfDevice.FindStringSubmatch(seg); g != nil {
