@@ -389,6 +389,9 @@ func parseCUDAError(seg, line string, e *Explanation) {
 	if strings.HasPrefix(seg, "hipError") {
 		e.Backend = "hip"
 	}
+	if g := cudaCurrentDevice.FindStringSubmatch(head(seg, 80)); g != nil {
+		setDevice(e, g[1])
+	}
 	// Raised from pin_memory() (a DataLoader's pin memory thread,
 	// DeepSpeed's offload buffers): cudaHostAlloc could not lock host RAM.
 	before := e.ctx.text[max(0, e.ctx.at-pinReach):e.ctx.at]
@@ -399,6 +402,10 @@ func parseCUDAError(seg, line string, e *Explanation) {
 			", which page-locks host memory (cudaHostAlloc) rather than allocating GPU memory"
 	}
 }
+
+// ggml (llama.cpp, Ollama): "CUDA error: out of memory\n  current device: 0,
+// in function alloc at ggml-cuda.cu:233".
+var cudaCurrentDevice = re(`^CUDA\s*error:\s*out\s*of\s*memory\s*current\s*device:\s*(\d+)`)
 
 // pinnedCall names a call that allocates pinned host memory, in the
 // traceback shortly before a CUDA error.
