@@ -358,7 +358,7 @@ func (fd *folder) add(m Explanation) {
 		switch {
 		case prev.kind == kindAllocator && m.kind == kindAllocator:
 			merge = true
-		case prev.kind == kindAllocator && (m.Framework == "tensorflow" || m.Framework == "jax"):
+		case prev.kind == kindAllocator && m.spec().foldsWarnings:
 			merge = true
 		case m.kind == kindError && prev.kind == kindError && m.key != "" && m.key == prev.key:
 			merge = true
@@ -407,7 +407,7 @@ func (e *Explanation) fillFrom(p Explanation) {
 		e.Shape, e.DType = p.Shape, p.DType
 	}
 	e.Host = e.Host || p.Host
-	if p.Framework != "" && (e.Framework == "" || e.Framework == "cuda" && p.Framework != "cuda") {
+	if p.Framework != "" && (e.Framework == "" || e.spec().generic && !p.spec().generic) {
 		e.Framework = p.Framework
 	}
 	if e.Backend == "" {

@@ -32,6 +32,12 @@ type frameworkSpec struct {
 	// allocatorLimit: allowed − allocated is what its allocator had left
 	// under its limit (the BFC allocator).
 	allocatorLimit bool
+	// foldsWarnings: its error takes in the allocator warnings before it
+	// (the BFC allocator's, the driver's), as one event.
+	foldsWarnings bool
+	// generic: a layer below the frameworks (the CUDA driver): the
+	// framework of another message of the same event names it better.
+	generic bool
 	// noOutside: total − free says nothing of memory held outside it.
 	noOutside bool
 	// notLive: its "allocated" is not live tensors alone.
@@ -96,7 +102,7 @@ var frameworkTable = []frameworkSpec{
 		},
 		advice: serverAdvice("sglang_mem_fraction", "SGLang found too little memory for its KV cache pool after the weights, within --mem-fraction-static of the card."),
 		after:  servingRemedies},
-	{key: "cuda", name: "CUDA", carries: []string{"requested_bytes", "free_bytes", "total_bytes", "backend", "host"},
+	{key: "cuda", name: "CUDA", generic: true, carries: []string{"requested_bytes", "free_bytes", "total_bytes", "backend", "host"},
 		formats: []oomFormat{
 			{anchor: re(`(?i:failed)\s*to\s*alloc(?:ate)?\s*` + sz + `.{0,120}?(?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory)(?::\s*out\s*of\s*memory)?|CUDA_ERROR_OUT_OF_MEMORY(?::\s*out\s*of\s*memory)?|HIP_ERROR_OutOfMemory`), parse: parseDriver, lits: []string{"cuda_error_out_of_memory", "hip_error_outofmemory"}},
 			{anchor: re(`CUDA\s*(?:driver\s*)?[Ee]rror:\s*out\s*of\s*memory|cudaErrorMemoryAllocation|[Cc]uda\s*failure\s*(?:2\s*)?'out\s*of\s*memory'|hipErrorOutOfMemory|cuda\s*runtime\s*error\s*\(2\)\s*:\s*out\s*of\s*memory|cuda\s*failed\s*with\s*error\s*2\s*out\s*of\s*memory`), parse: parseCUDAError, lits: []string{"cudaerror:outofmemory", "cudadrivererror:outofmemory", "cudaerrormemoryallocation", "'outofmemory'", "hiperroroutofmemory", "cudaruntimeerror(2)", "cudafailedwitherror2outofmemory"}},
@@ -106,7 +112,7 @@ var frameworkTable = []frameworkSpec{
 		formats: []oomFormat{
 			{anchor: re(`MXNetError:.{0,300}?out\s*of\s*memory|pooled_storage_manager\.h:\d+:\s*cudaMalloc\s*failed:\s*out\s*of\s*memory`), parse: parseMXNet, lits: []string{"mxneterror:", "pooled_storage_manager.h"}},
 		}},
-	{key: "tensorflow", name: "TensorFlow", allocatorLimit: true,
+	{key: "tensorflow", name: "TensorFlow", allocatorLimit: true, foldsWarnings: true,
 		carries: []string{"device", "requested_bytes", "requested_from_shape", "shape", "dtype", "allowed_bytes", "allocated_by_framework_bytes",
 			"peak_allocated_bytes", "num_allocs", "max_alloc_size_bytes", "largest_free_block_bytes", "free_bytes", "total_bytes", "host"},
 		how: map[string]string{
@@ -211,7 +217,7 @@ var frameworkTable = []frameworkSpec{
 			{anchor: re(`Killed`), acceptLine: acceptShellKilled, parse: parseKilled, lits: []string{"killed"}},
 			{anchor: exitSIGKILL, parse: parseKilled, lits: []string{"137", "-9", "sigkill"}},
 		}},
-	{key: "jax", name: "JAX/XLA", allocatorLimit: true, carries: []string{"device", "requested_bytes", "free_bytes", "allocated_by_framework_bytes", "total_bytes", "host"},
+	{key: "jax", name: "JAX/XLA", allocatorLimit: true, foldsWarnings: true, carries: []string{"device", "requested_bytes", "free_bytes", "allocated_by_framework_bytes", "total_bytes", "host"},
 		how: map[string]string{
 			"mixed_precision":        "keep parameters in float32 and compute in bfloat16 (jmp policies, or dtype=jnp.bfloat16 in Flax modules)",
 			"gradient_checkpointing": "jax.checkpoint (jax.remat) around blocks, or nn.remat in Flax",
