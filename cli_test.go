@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/vramtop/vramtop/ui"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,5 +337,39 @@ func BenchmarkNewRoot(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		newRoot(config.Settings{}, &raw, &code)
+	}
+}
+
+// The README's key table is the help screen's (ui.KeyTable), as the man
+// page's KEYS section is.
+func TestREADMEKeyTable(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	const open, end = "<!-- keys:", "<!-- /keys -->"
+	i := strings.Index(readme, open)
+	j := strings.Index(readme, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q … %q section", open, end)
+	}
+	i += strings.Index(readme[i:], "-->\n") + len("-->\n")
+	want := readmeKeys()
+	if got := readme[i:j]; got != want {
+		if os.Getenv("VRAMTOP_UPDATE_README") == "1" {
+			if err := os.WriteFile("README.md", []byte(readme[:i]+want+readme[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("README.md's key table is not the help screen's; want:\n%s\ngot:\n%s", want, got)
+	}
+	man := manPage()
+	keys := man[strings.Index(man, ".SH KEYS"):]
+	for _, r := range ui.KeyTable() {
+		if !strings.Contains(keys, r.Keys) || !strings.Contains(keys, r.Does) {
+			t.Errorf("the man page's KEYS lack %q (%s)", r.Keys, r.Does)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/config"
+	"github.com/vramtop/vramtop/ui"
 )
 
 // runMan prints vramtop's manual page: every command and flag, the
@@ -40,6 +41,7 @@ func manPage() string {
 	if err != nil {
 		panic(err) // only for a command without a name
 	}
+	page.WithSection("Keys", manKeys())
 	var env strings.Builder
 	for _, k := range config.Keys() {
 		fmt.Fprintf(&env, "%s\n    %s (the %s setting)\n\n", k.Env, k.Doc, k.Name)
@@ -50,6 +52,28 @@ func manPage() string {
 		"the settings, one key = value each; vramtop config --example prints one with every key")
 	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify), 2 bad usage; vramtop run, and pick and wait with -- CMD, exit with the status of the command")
 	return page.Build(roff.NewDocument())
+}
+
+// manKeys is the KEYS section: the live view's key table (ui.KeyTable),
+// as the help screen and the README list it.
+func manKeys() string {
+	var b strings.Builder
+	b.WriteString("In the live view (vramtop, replay, fleet):\n\n")
+	for _, r := range ui.KeyTable() {
+		fmt.Fprintf(&b, "%s\n    %s\n\n", r.Keys, r.Does)
+	}
+	b.WriteString("A click on a column title sorts by it (again: reverses), on a process selects it, on a GPU opens its detail; the wheel scrolls.")
+	return b.String()
+}
+
+// readmeKeys is the README's key table, from the same ui.KeyTable.
+func readmeKeys() string {
+	var b strings.Builder
+	b.WriteString("| key | does |\n|---|---|\n")
+	for _, r := range ui.KeyTable() {
+		fmt.Fprintf(&b, "| %s | %s |\n", strings.ReplaceAll(r.Keys, "|", "\\|"), strings.ReplaceAll(r.Does, "|", "\\|"))
+	}
+	return b.String()
 }
 
 // forMan readies c and its subcommands' text for roff: a paragraph's

@@ -31,8 +31,12 @@ type (
 		pid   uint32
 		start int64
 	}
-	// killRequest asks to signal the process of a row.
-	killRequest struct{ row procRow }
+	// killRequest asks to signal the process of a row: SIGTERM (SIGKILL
+	// after a SIGTERM), or a signal chosen from a list.
+	killRequest struct {
+		row  procRow
+		list bool
+	}
 	// statusLine sets the footer's status line.
 	statusLine struct {
 		text string

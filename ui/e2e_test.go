@@ -77,9 +77,18 @@ func TestEndToEndTmux(t *testing.T) {
 	}
 
 	tmux("send-keys", "-t", "e2e", "?")
-	waitFor("help", 2*time.Second, has("filter by user or command", "reserved"))
+	waitFor("help", 2*time.Second, has("search user, command", "reserved"))
 	tmux("send-keys", "-t", "e2e", "?")
 	waitFor("back from help", 2*time.Second, has("H100", "PID"))
+	// htop's function keys: F1 help, F6 the sort picker.
+	tmux("send-keys", "-t", "e2e", "F1")
+	waitFor("help on F1", 2*time.Second, has("What the columns hold", "GPU%"))
+	tmux("send-keys", "-t", "e2e", "F1")
+	waitFor("back from help on F1", 2*time.Second, has("H100", "PID"))
+	tmux("send-keys", "-t", "e2e", "F6")
+	waitFor("the sort picker", 2*time.Second, has("sort by", "[MEM]"))
+	tmux("send-keys", "-t", "e2e", "Escape")
+	waitFor("the picker closed", 2*time.Second, func(s string) bool { return !strings.Contains(s, "[MEM]") })
 
 	// Sort by PID: tab to the processes, s three times (memory, peak, age,
 	// PID); the PIDs on screen ascend.
@@ -97,6 +106,42 @@ func TestEndToEndTmux(t *testing.T) {
 	if len(pids) < 3 || !sort.IntsAreSorted(pids) {
 		t.Errorf("PIDs on screen after sorting by PID: %v\n%s", pids, sorted)
 	}
+	tmux("send-keys", "-t", "e2e", "I")
+	waitFor("the sort reversed", 2*time.Second, has("PID▲"))
+
+	// The mouse, as a terminal sends it (SGR): a click on the AGE title
+	// sorts by age, a second reverses it; a click on GPU 1 opens its detail.
+	clickAt := func(x, y int) {
+		tmux("send-keys", "-t", "e2e", "-l", fmt.Sprintf("\x1b[<0;%d;%dM\x1b[<0;%d;%dm", x+1, y+1, x+1, y+1))
+	}
+	at := func(s, sub string) (x, y int) {
+		for i, l := range strings.Split(s, "\n") {
+			if j := strings.Index(l, sub); j >= 0 {
+				return len([]rune(l[:j])), i
+			}
+		}
+		t.Fatalf("%q not on screen:\n%s", sub, s)
+		return 0, 0
+	}
+	x, y := at(capture(), "AGE")
+	clickAt(x, y)
+	waitFor("sorted by age after a click", 2*time.Second, has("AGE▼"))
+	clickAt(x, y)
+	waitFor("age reversed after a second click", 2*time.Second, has("AGE▲"))
+	// GPU 1's line in the list: "  1   H100 …".
+	y = -1
+	for i, l := range strings.Split(capture(), "\n") {
+		if f := strings.Fields(strings.TrimLeft(l, "›▶ ")); len(f) > 1 && f[0] == "1" && strings.Contains(l, "H100") {
+			y = i
+		}
+	}
+	if y < 0 {
+		t.Fatalf("GPU 1 is not listed:\n%s", capture())
+	}
+	clickAt(8, y)
+	waitFor("GPU 1's detail after a click", 2*time.Second, has("GPU 1 NVIDIA", "esc: back"))
+	tmux("send-keys", "-t", "e2e", "Escape")
+	waitFor("back from the detail", 2*time.Second, has("PID", "python train.py"))
 
 	tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "15")
 	small := waitFor("the 60×15 screen", 2*time.Second, func(s string) bool {
@@ -111,9 +156,9 @@ func TestEndToEndTmux(t *testing.T) {
 	waitFor("the 100×30 screen again", 2*time.Second, has("H100", "PID", "python train.py"))
 
 	start := time.Now()
-	tmux("send-keys", "-t", "e2e", "q")
-	waitFor("exit after q", time.Second, has("vramtop-exited-0"))
-	t.Logf("q exited in %v", time.Since(start).Round(time.Millisecond))
+	tmux("send-keys", "-t", "e2e", "F10")
+	waitFor("exit after F10", time.Second, has("vramtop-exited-0"))
+	t.Logf("F10 exited in %v", time.Since(start).Round(time.Millisecond))
 	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {
 		t.Errorf("still in the alternate screen after exit (alternate_on=%s)", alt)
 	}
@@ -127,7 +172,7 @@ func TestEndToEndTmux(t *testing.T) {
 	// TERM=dumb cannot take the screen: the one-shot table, as in a pipe.
 	tmux("send-keys", "-t", "e2e", "clear; TERM=dumb "+bin+" --demo; echo vramtop-dumb-$?", "Enter")
 	dumb := waitFor("the table under TERM=dumb", 10*time.Second, has("vramtop-dumb-0"))
-	if !strings.Contains(dumb, "%GPU") || !strings.Contains(dumb, "COMMAND") {
+	if !strings.Contains(dumb, "GMEM%") || !strings.Contains(dumb, "GPU%") || !strings.Contains(dumb, "COMMAND") {
 		t.Errorf("TERM=dumb should print the table:\n%s", dumb)
 	}
 	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {

@@ -145,6 +145,29 @@ func (g *gpuPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// DeviceAt is the index of the device drawn on line y of the pane.
+func (g *gpuPane) DeviceAt(y int) (int, bool) {
+	if g.compact && g.colHead {
+		y--
+	}
+	if y < 0 {
+		return 0, false
+	}
+	i := g.off
+	if g.compact {
+		if y >= g.perPage() {
+			return 0, false // the graph under the list
+		}
+		i += y
+	} else {
+		i += y / max(g.panelH, 1)
+	}
+	if i >= len(g.snap.Devices) {
+		return 0, false
+	}
+	return i, true
+}
+
 // Selected returns the selected device.
 func (g *gpuPane) Selected() (sampler.Device, bool) {
 	if g.sel < 0 || g.sel >= len(g.snap.Devices) {

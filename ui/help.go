@@ -83,6 +83,12 @@ func (h *helpScreen) View() string {
 	return h.pg.View() + "\n" + h.st.Dim.Render(fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
 }
 
+// columnLegend says what each column of the process table holds; the
+// README's legend is checked against it.
+const columnLegend = "MEM the process's GPU memory · GMEM% its share of its GPU's memory · GPU% its SM utilization " +
+	"(nvtop's GPU%, nvitop's %SM) · PEAK the most it held · CPU% host CPU (100 = one core) · RSS host memory · AGE since it started · " +
+	"▼ the sort column, ▲ reversed (I)"
+
 // content is the key list, in as many columns as the width takes, and the
 // legend of the marks.
 func (h *helpScreen) content() string {
@@ -104,6 +110,9 @@ func (h *helpScreen) content() string {
 		"graphs keep the peak of each column: a short spike the sampler saw stays visible",
 		st.Mine.Render("● bold") + " your processes   " + st.Others.Render("others'") + "   " + st.Exited.Render("dim: exited (peak kept)") + "   " + st.Unattr.Render("unattributed: memory no visible process owns"),
 		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
+		"",
+		st.Title.Render("What the columns hold"),
+		columnLegend,
 	}, "\n")
 	title := st.Title.Render(h.title+" — keys") + st.Dim.Render("   (? or esc to close)")
 	// As many columns of keys as the width takes.

@@ -3,6 +3,9 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,7 +61,13 @@ type pendingKill struct {
 	h     signalHandle
 	until time.Time
 	gen   uint64
+	// list: the signal is chosen from signalList (F9), sig is the choice.
+	list bool
 }
+
+// signalList is what F9 offers, as htop's does: SIGTERM first (asks the
+// process to end), SIGKILL (cannot be caught) offered beside it.
+var signalList = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGKILL}
 
 // killPrompt asks to confirm a signal to the selected process: SIGTERM,
 // then SIGKILL on a second K.
@@ -87,7 +96,7 @@ func (k *killPrompt) Bindings() []key.Binding { return []key.Binding{k.keys.Yes,
 
 // Ask checks that the row's process may be signalled from here and, if so,
 // holds it and opens the prompt; the returned command expires it.
-func (k *killPrompt) Ask(r procRow, c killContext) tea.Cmd {
+func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 	if r.kind != rowProc {
 		k.out.status(true, "select a process to signal")
 		return nil
@@ -117,14 +126,14 @@ func (k *killPrompt) Ask(r procRow, c killContext) tea.Cmd {
 	k.close()
 	pk := p.Key(r.dev)
 	sig := syscall.SIGTERM
-	if k.termSent[pk] {
+	if k.termSent[pk] && !list {
 		sig = syscall.SIGKILL
 	}
 	what := p.Command
 	if len(what) > 40 {
 		what = what[:39] + "…"
 	}
-	np := &pendingKill{pid: p.PID, key: pk, sig: sig, what: what, demo: c.demo}
+	np := &pendingKill{pid: p.PID, key: pk, sig: sig, what: what, demo: c.demo, list: list}
 	if !c.demo {
 		h, err := k.open(procsignal.Target{PID: p.PID, StartTime: p.StartTime, UID: p.UID})
 		if err != nil {
@@ -189,7 +198,17 @@ func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		switch {
-		case key.Matches(msg, k.keys.Yes):
+		case k.p.list && key.Matches(msg, k.keys.Prev, k.keys.Next):
+			k.p.sig = stepSignal(k.p.sig, key.Matches(msg, k.keys.Next))
+		case k.p.list && msg.String() >= "1" && msg.String() <= "9" && len(msg.String()) == 1:
+			// The signal by number (15, 9 …) as kill(1) takes it: the
+			// digit of a listed one.
+			for _, s := range signalList {
+				if strconv.Itoa(int(s)) == msg.String() {
+					k.p.sig = s
+				}
+			}
+		case key.Matches(msg, k.keys.Yes) || k.p.list && msg.String() == "enter":
 			k.confirm()
 		case key.Matches(msg, k.keys.No):
 			k.close()
@@ -221,12 +240,24 @@ func (k *killPrompt) confirm() {
 		k.out.status(true, "%s to PID %d not sent: %s", sigName(p.sig), p.pid, refusal(err))
 		return
 	}
-	if p.sig == syscall.SIGTERM {
+	switch p.sig {
+	case syscall.SIGTERM:
 		k.termSent[p.key] = true
 		k.out.status(false, "sent SIGTERM to PID %d (%s); K again offers SIGKILL", p.pid, p.what)
-	} else {
-		k.out.status(false, "sent SIGKILL to PID %d (%s)", p.pid, p.what)
+	default:
+		k.out.status(false, "sent %s to PID %d (%s)", sigName(p.sig), p.pid, p.what)
 	}
+}
+
+// stepSignal is the signal of signalList after cur (before it when not next).
+func stepSignal(cur syscall.Signal, next bool) syscall.Signal {
+	i := slices.Index(signalList, cur)
+	if next {
+		i++
+	} else {
+		i--
+	}
+	return signalList[(i+len(signalList))%len(signalList)]
 }
 
 // View is the question for the footer.
@@ -239,13 +270,33 @@ func (k *killPrompt) View() string {
 	if p.demo {
 		note = k.st.Dim.Render("  (demo: nothing is sent)")
 	}
+	if p.list {
+		// The list, the choice marked; what y sends is said in full.
+		var b strings.Builder
+		for _, s := range signalList {
+			name := fmt.Sprintf("%d %s", int(s), strings.TrimPrefix(sigName(s), "SIG"))
+			if s == p.sig {
+				b.WriteString(k.st.Selected.Render("[" + name + "]"))
+			} else {
+				b.WriteString(" " + name + " ")
+			}
+		}
+		// The command is left out so that the list fits 80 columns.
+		return fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
+			" "+b.String()+" ←/→ y/n"+note, k.width)
+	}
 	return fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
 		" y/n"+note, k.width)
 }
 
 func sigName(s syscall.Signal) string {
-	if s == syscall.SIGKILL {
+	switch s {
+	case syscall.SIGKILL:
 		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return "SIGTERM"
 }

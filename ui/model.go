@@ -85,6 +85,9 @@ type Model struct {
 	out   outbox
 
 	width, height int
+	// bodyTop is the screen line where the body starts (under the header
+	// and banners), gpuH the GPU pane's height in it: where a click lands.
+	bodyTop, gpuH int
 
 	have     bool
 	snap     sampler.Snapshot // shown
@@ -257,6 +260,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.onKey(msg)
 	case tea.PasteMsg:
 		cmd = m.procs.Update(msg)
+	case tea.MouseClickMsg:
+		cmd = m.onClick(msg)
 	case tea.MouseWheelMsg:
 		switch {
 		case m.showHelp:
@@ -278,6 +283,35 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
+// onClick acts on a left click on the main screen: on a GPU it opens its
+// detail, on the process table's column header it sorts by that column
+// (again: reverses), on a process row it selects it.
+func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
+	if c.Button != tea.MouseLeft || m.showHelp || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
+		m.screen != screenMain || !m.have || m.fleet && m.host == "" {
+		return nil
+	}
+	y := c.Y - m.bodyTop
+	switch {
+	case y < 0:
+	case y < m.gpuH:
+		if i, ok := m.gpus.DeviceAt(y); ok {
+			m.gpus.sel = i
+			m.gpus.scroll()
+			m.focus = paneGPUs
+			if d, ok := m.gpus.Selected(); ok {
+				m.openDetail(advisor.Target{DeviceID: d.ID}, 0)
+			}
+		}
+	default:
+		m.status = ""
+		if m.procs.Click(c.X, y-m.gpuH) {
+			m.focus = paneProcs
+		}
+	}
+	return nil
+}
+
 // handleRequests acts on what the components asked for.
 func (m *Model) handleRequests() tea.Cmd {
 	var cmds []tea.Cmd
@@ -295,7 +329,7 @@ func (m *Model) handleRequests() tea.Cmd {
 			case killRequest:
 				cmds = append(cmds, m.prompt.Ask(r.row, killContext{
 					replay: m.opts.Replay != nil, fleet: m.fleet, host: m.host, demo: m.snap.Demo, euid: m.euid,
-				}))
+				}, r.list))
 			}
 		}
 	}
@@ -381,6 +415,7 @@ func (m *Model) show(s sampler.Snapshot) {
 		// A fleet's processes run on other hosts: K is not offered there.
 		m.fleet = f
 		m.keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
+		m.keys.Signal.SetEnabled(!f && m.opts.Replay == nil)
 		m.setStyles(m.st)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
@@ -578,7 +613,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Back):
 		m.screen = screenMain
-	case key.Matches(k, m.keys.Kill):
+	case key.Matches(k, m.keys.Kill, m.keys.Signal):
 		t := m.detail.target
 		if t.PID == 0 {
 			m.setStatus(true, "open a process (not a GPU) to signal it")
@@ -586,7 +621,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		for _, r := range procRows(m.view, m.procs.User(), nil) {
 			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
-				m.out.post(killRequest{row: r})
+				m.out.post(killRequest{row: r, list: key.Matches(k, m.keys.Signal)})
 				return nil
 			}
 		}
@@ -626,6 +661,8 @@ func (m *Model) relayout() {
 		body -= lipgloss.Height(b)
 	}
 	body = max(body, 0)
+	m.bodyTop = m.height - lipgloss.Height(m.footer.View()) - body
+	m.gpuH = 0
 	switch {
 	case m.screen == screenDetail:
 		m.detail.SetSize(m.width, body)
@@ -635,6 +672,7 @@ func (m *Model) relayout() {
 		procMin := 1 + minProcRows
 		procWant := m.procs.Wants()
 		gh := m.gpus.Layout(m.width, body, procMin, procWant)
+		m.gpuH = gh
 		m.procs.SetSize(m.width, body-gh)
 	}
 }
@@ -662,7 +700,10 @@ func (m *Model) fillChrome() {
 	f := &m.footer
 	f.SetSize(m.width, 1)
 	f.input, f.prompt, f.status, f.statusErr, f.state = "", m.prompt.View(), m.status, m.statusErr, nil
-	if m.procs.Capturing() {
+	if f.prompt == "" {
+		f.prompt = m.procs.PickerView()
+	}
+	if m.procs.input.Focused() {
 		f.input = m.procs.FilterView()
 	}
 	hostList := m.fleet && m.host == ""

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,6 +96,9 @@ func keyPress(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyBackspace}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(s, "f")); err == nil && strings.HasPrefix(s, "f") {
+		return tea.KeyPressMsg{Code: tea.KeyF1 + rune(n-1)}
 	}
 	r := []rune(s)
 	return tea.KeyPressMsg{Code: r[0], Text: s}
@@ -659,7 +663,7 @@ func TestHelpAndQuit(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "?")
 	s := screenText(m)
-	if !m.showHelp || !strings.Contains(s, "filter by user or command") || !strings.Contains(s, "reserved") {
+	if !m.showHelp || !strings.Contains(s, "search user, command") || !strings.Contains(s, "reserved") {
 		t.Fatalf("? should show the keys and the legend:\n%s", s)
 	}
 	keys(m, "?")

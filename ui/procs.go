@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,12 +76,14 @@ const (
 	sortGPU
 	sortCPU
 	sortRSS
+	sortUtil  // GPU%: the process's SM utilization
+	sortShare // GMEM%: the process's share of its GPU's memory
 	nSortModes
 	noSort sortMode = -1
 )
 
 func (s sortMode) String() string {
-	return [...]string{"memory", "peak", "age", "pid", "user", "gpu", "cpu", "rss"}[s]
+	return [...]string{"memory", "peak", "age", "pid", "user", "device", "cpu", "rss", "gpu%", "gmem%"}[s]
 }
 
 // groupMode is what the table sums by: nothing, users or jobs.
@@ -170,7 +173,16 @@ func (r procRow) rank() int {
 	return 0
 }
 
-func sortRows(rows []procRow, by sortMode) {
+// sortRows orders rows by the column of by, reversed when rev: the order
+// within the key flips, not where a device's unlisted processes, the
+// unattributed memory and the exited processes go.
+func sortRows(rows []procRow, by sortMode, rev bool) {
+	flip := func(c int) int {
+		if rev {
+			return -c
+		}
+		return c
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		// A device whose processes are not listed comes after them all.
@@ -184,46 +196,42 @@ func sortRows(rows []procRow, by sortMode) {
 			if ae != be {
 				return !ae
 			}
-			if ae {
-				return a.proc.PeakBytes > b.proc.PeakBytes
+			if ae && a.proc.PeakBytes != b.proc.PeakBytes {
+				return flip(cmp.Compare(b.proc.PeakBytes, a.proc.PeakBytes)) < 0
 			}
 			if a.bytes != b.bytes {
-				return a.bytes > b.bytes
+				return flip(cmp.Compare(b.bytes, a.bytes)) < 0
 			}
 			return a.proc.PID < b.proc.PID
 		}
 		if ra, rb := a.rank(), b.rank(); ra != rb {
 			return ra < rb
 		}
+		// c < 0: a first in the column's own order (the largest first for
+		// amounts, ascending for names, PIDs and devices).
+		c := 0
 		switch by {
 		case sortPeak:
-			if a.proc.PeakBytes != b.proc.PeakBytes {
-				return a.proc.PeakBytes > b.proc.PeakBytes
-			}
+			c = cmp.Compare(b.proc.PeakBytes, a.proc.PeakBytes)
 		case sortAge:
-			if a.age != b.age {
-				return a.age > b.age
-			}
+			c = cmp.Compare(b.age, a.age)
 		case sortPID:
-			if a.proc.PID != b.proc.PID {
-				return a.proc.PID < b.proc.PID
-			}
+			c = cmp.Compare(a.proc.PID, b.proc.PID)
 		case sortUser:
-			if a.proc.User != b.proc.User {
-				return a.proc.User < b.proc.User
-			}
+			c = strings.Compare(a.proc.User, b.proc.User)
 		case sortGPU:
-			if c := compareIDs(a.dev, b.dev); c != 0 {
-				return c < 0
-			}
+			c = compareIDs(a.dev, b.dev)
 		case sortCPU:
-			if c := compareOpt(a.proc.CPUPercent, b.proc.CPUPercent); c != 0 {
-				return c > 0
-			}
+			c = -compareOpt(a.proc.CPUPercent, b.proc.CPUPercent)
 		case sortRSS:
-			if c := compareOpt(a.proc.HostMemoryBytes, b.proc.HostMemoryBytes); c != 0 {
-				return c > 0
-			}
+			c = -compareOpt(a.proc.HostMemoryBytes, b.proc.HostMemoryBytes)
+		case sortUtil:
+			c = -compareOpt(a.proc.UtilizationPercent, b.proc.UtilizationPercent)
+		case sortShare:
+			c = cmp.Compare(b.pct, a.pct)
+		}
+		if c != 0 {
+			return flip(c) < 0
 		}
 		if a.bytes != b.bytes {
 			return a.bytes > b.bytes
@@ -385,6 +393,10 @@ type procPane struct {
 	sel, off int
 	selKey   string
 	sortBy   sortMode
+	sortRev  bool // the sort reversed (I)
+	// picking: the sort picker (F6) is open, on pick.
+	picking  bool
+	pick     sortMode
 	filter   string
 	input    lineInput
 	mineOnly bool
@@ -411,11 +423,104 @@ func (p *procPane) SetFocus(f bool) { p.focused = f }
 
 // Bindings are the keys that act on the table whichever pane is focused.
 func (p *procPane) Bindings() []key.Binding {
-	return []key.Binding{p.keys.Sort, p.keys.Filter, p.keys.Mine, p.keys.Group, p.keys.Kill}
+	return []key.Binding{p.keys.Sort, p.keys.Filter, p.keys.Mine, p.keys.Group, p.keys.Kill,
+		p.keys.SortPick, p.keys.Reverse, p.keys.SortLeft, p.keys.SortRight, p.keys.Signal}
 }
 
-// Capturing reports whether the filter input takes every key.
-func (p *procPane) Capturing() bool { return p.input.Focused() }
+// Capturing reports whether the filter input or the sort picker takes
+// every key.
+func (p *procPane) Capturing() bool { return p.input.Focused() || p.picking }
+
+// sortable are the sorts of the columns on screen, left to right.
+func (p *procPane) sortable() []sortMode {
+	var out []sortMode
+	for _, c := range layoutColumns(procColumns, p.all, p.width).cols {
+		if c.sort != noSort {
+			out = append(out, c.sort)
+		}
+	}
+	return out
+}
+
+// setSort sorts by mode; the same column again reverses the order.
+func (p *procPane) setSort(mode sortMode, toggle bool) {
+	if toggle && mode == p.sortBy {
+		p.sortRev = !p.sortRev
+	} else {
+		p.sortBy, p.sortRev = mode, false
+	}
+	p.group = groupNone
+	p.refresh()
+	p.out.status(false, "processes sorted by %s", p.sortText())
+}
+
+// sortText names the sort and its direction: "pid, descending".
+func (p *procPane) sortText() string {
+	if p.sortRev {
+		return p.sortBy.String() + ", reversed"
+	}
+	return p.sortBy.String()
+}
+
+// stepSort is the sortable column left (d < 0) or right of the sort's.
+func (p *procPane) stepSort(d int) sortMode {
+	modes := p.sortable()
+	if len(modes) == 0 {
+		return p.sortBy
+	}
+	i := slices.Index(modes, p.pick)
+	if i < 0 {
+		return modes[0]
+	}
+	return modes[(i+d+len(modes))%len(modes)]
+}
+
+// PickerView is the sort picker for the footer: the columns, the one
+// chosen marked.
+func (p *procPane) PickerView() string {
+	if !p.picking {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(p.st.Title.Render("sort by "))
+	for _, mode := range p.sortable() {
+		t := sortTitle(mode)
+		if mode == p.pick {
+			b.WriteString(p.st.Selected.Render("[" + t + "]"))
+		} else {
+			b.WriteString(" " + t + " ")
+		}
+	}
+	b.WriteString(p.st.Dim.Render("  ←/→ enter esc"))
+	return fit(b.String(), p.width)
+}
+
+// sortTitle is the title of the column of mode.
+func sortTitle(mode sortMode) string {
+	for _, c := range procColumns {
+		if c.sort == mode {
+			return c.title
+		}
+	}
+	return mode.String()
+}
+
+func (p *procPane) onPickKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case k.String() == "ctrl+c":
+		return tea.Quit
+	case k.String() == "enter":
+		p.picking = false
+		p.setSort(p.pick, false)
+	case key.Matches(k, p.keys.Back, p.keys.SortPick):
+		p.picking = false
+	case key.Matches(k, p.keys.Prev, p.keys.SortLeft):
+		p.pick = p.stepSort(-1)
+	case key.Matches(k, p.keys.Next, p.keys.SortRight):
+		p.pick = p.stepSort(1)
+	}
+	return nil
+}
 
 // FilterView is the filter input for the footer.
 func (p *procPane) FilterView() string { return p.input.View() }
@@ -426,7 +531,7 @@ func (p *procPane) State() []string {
 	if p.group != groupNone {
 		state = append(state, "by "+[...]string{"", "user", "job"}[p.group])
 	} else {
-		state = append(state, "sort "+p.sortBy.String())
+		state = append(state, "sort "+p.sortText())
 	}
 	if p.filter != "" {
 		state = append(state, "filter "+fmt.Sprintf("%q", p.filter))
@@ -490,7 +595,7 @@ func (p *procPane) refresh() {
 	case groupJob:
 		p.rows = groupRows(p.rows, p.snap, jobOf)
 	default:
-		sortRows(p.rows, p.sortBy)
+		sortRows(p.rows, p.sortBy, p.sortRev)
 	}
 	p.reselect()
 }
@@ -575,6 +680,9 @@ func (p *procPane) Update(msg tea.Msg) tea.Cmd {
 			p.move(3)
 		}
 	case tea.KeyPressMsg:
+		if p.picking {
+			return p.onPickKey(msg)
+		}
 		if p.Capturing() {
 			return p.onFilterKey(msg)
 		}
@@ -593,8 +701,20 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 				break
 			}
 		}
+		p.sortRev = false
 		p.refresh()
 		p.out.status(false, "processes sorted by %s", p.sortBy)
+	case key.Matches(k, p.keys.Reverse):
+		p.setSort(p.sortBy, true)
+	case key.Matches(k, p.keys.SortLeft, p.keys.SortRight):
+		d := 1
+		if key.Matches(k, p.keys.SortLeft) {
+			d = -1
+		}
+		p.pick = p.sortBy
+		p.setSort(p.stepSort(d), false)
+	case key.Matches(k, p.keys.SortPick):
+		p.picking, p.pick = true, p.sortBy
 	case key.Matches(k, p.keys.Filter):
 		p.input.SetValue(p.filter)
 		p.input.Focus()
@@ -608,9 +728,9 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 			p.group = groupNone
 		}
 		p.refresh()
-	case key.Matches(k, p.keys.Kill):
+	case key.Matches(k, p.keys.Kill, p.keys.Signal):
 		if r, ok := p.Selected(); ok && p.focused {
-			p.out.post(killRequest{row: r})
+			p.out.post(killRequest{row: r, list: key.Matches(k, p.keys.Signal)})
 		} else {
 			p.out.status(true, "select a process first (tab to the process list)")
 		}
@@ -635,6 +755,28 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// Click acts on a click at column x of the pane's line y: the column header
+// sorts by the column clicked (the same one again reverses), a row is
+// selected. It reports whether a row was.
+func (p *procPane) Click(x, y int) bool {
+	if y == 0 {
+		if p.group != groupNone {
+			return false
+		}
+		if c, ok := layoutColumns(procColumns, p.all, p.width).columnAt(x); ok && c.sort != noSort {
+			p.setSort(c.sort, true)
+		}
+		return false
+	}
+	i := p.off + y - 1
+	if y > p.visibleRows() || i >= len(p.rows) {
+		return false
+	}
+	p.sel = i
+	p.remember()
+	return true
 }
 
 // enter opens the detail of the selected process or device; on a user's
@@ -711,7 +853,7 @@ func (p *procPane) View() string {
 	if p.group != groupNone {
 		sortBy = sortMem // groups are always by memory
 	}
-	b.WriteString(p.st.pColHeader.on(fit(lay.header(sortBy), p.width)))
+	b.WriteString(p.st.pColHeader.on(fit(lay.header(sortBy, p.sortRev && p.group == groupNone), p.width)))
 	n := p.visibleRows()
 	if len(p.rows) == 0 && n > 0 {
 		b.WriteString("\n")

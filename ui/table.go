@@ -91,7 +91,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	writeAligned(&b, devs, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, fleet, st, devStyle)
 
 	rows := procRows(snap, "", nil)
-	cols := procColumns.shown(rows, false)
+	cols := procColumns.shown(rows, formFull)
 	procs := [][]string{cols.titles()}
 	var procStyle []func(string) string
 	for _, r := range rows {
@@ -180,6 +180,8 @@ type procColumn struct {
 	// ones are left out of the narrow form.
 	show func(rows []procRow) bool
 	wide bool
+	// last: left out only of the narrowest form, after the short sizes.
+	last bool
 }
 
 // columnTable is a table's columns, left to right; the last one takes the
@@ -231,8 +233,19 @@ var procColumns = columnTable{
 		}
 		return na
 	}},
-	// %GPU: of the process's GPU.
-	{title: "%GPU", sort: noSort, right: true, width: 4, cell: pctCell},
+	// GMEM%: the process's share of its GPU's memory (nvtop shows it in
+	// its GPU MEM column).
+	{title: "GMEM%", sort: sortShare, right: true, width: 5, cell: pctCell},
+	// GPU%: the process's SM utilization, as nvtop's GPU% and nvitop's %SM.
+	{title: "GPU%", sort: sortUtil, right: true, width: 4, last: true, show: anyUtil, cell: func(r procRow, _ bool) string {
+		switch {
+		case r.kind != rowProc || r.proc.Exited:
+			return ""
+		case r.proc.UtilizationPercent == nil:
+			return na
+		}
+		return fmt.Sprintf("%.0f%%", *r.proc.UtilizationPercent)
+	}},
 	{title: "PEAK", sort: sortPeak, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
 		if r.kind != rowProc || r.proc.PeakBytes == 0 {
 			return ""
@@ -328,6 +341,16 @@ func anyCPU(rows []procRow) bool {
 	return false
 }
 
+// anyUtil reports whether the source measured a process's utilization.
+func anyUtil(rows []procRow) bool {
+	for _, r := range rows {
+		if r.proc.UtilizationPercent != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func anyRSS(rows []procRow) bool {
 	for _, r := range rows {
 		if r.proc.HostMemoryBytes != nil {
@@ -348,11 +371,19 @@ func (t columnTable) sorts(mode sortMode, rows []procRow, width int) bool {
 	return false
 }
 
-// shown is the table's columns shown for rows, in the narrow form or not.
-func (t columnTable) shown(rows []procRow, short bool) columnTable {
+// The forms of a table, widest first.
+const (
+	formFull      = iota // every column
+	formNarrow           // without the wide columns
+	formShort            // and short sizes
+	formNarrowest        // and without the last ones
+)
+
+// shown is the table's columns shown for rows in a form.
+func (t columnTable) shown(rows []procRow, form int) columnTable {
 	out := make(columnTable, 0, len(t))
 	for _, c := range t {
-		if c.show != nil && !c.show(rows) || short && c.wide {
+		if c.show != nil && !c.show(rows) || form >= formNarrow && c.wide || form >= formNarrowest && c.last {
 			continue
 		}
 		out = append(out, c)
@@ -451,11 +482,12 @@ func (l *tableLayout) widen(rows []procRow, short bool) {
 // the narrow form (short sizes) too.
 func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
 	var l tableLayout
-	// Every column; then without the wide ones; then short sizes too.
-	for _, step := range [][2]bool{{false, false}, {true, false}, {true, true}} {
-		t := cols.shown(rows, step[0])
+	// Every column; then without the wide ones; then short sizes too;
+	// then without the last ones.
+	for form := formFull; form <= formNarrowest; form++ {
+		t := cols.shown(rows, form)
 		l = tableLayout{cols: t, widths: make([]int, len(t))}
-		l.widen(rows, step[1])
+		l.widen(rows, form >= formShort)
 		if width-l.fixedWidth() >= shortBelow {
 			break
 		}
@@ -467,25 +499,41 @@ func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
 // minWidth is the narrowest the table fits for rows: its narrow form and
 // minLastWidth of the last column.
 func (t columnTable) minWidth(rows []procRow) int {
-	n := t.shown(rows, true)
+	n := t.shown(rows, formNarrowest)
 	l := tableLayout{cols: n, widths: make([]int, len(n))}
 	l.widen(rows, true)
 	return l.fixedWidth() + minLastWidth
 }
 
-// header is the title line; the column of sortBy has its ▼.
-func (l tableLayout) header(sortBy sortMode) string {
+// header is the title line; the column of sortBy has its ▼ (▲ reversed).
+func (l tableLayout) header(sortBy sortMode, rev bool) string {
 	var b strings.Builder
 	b.Grow(l.width() + 16)
 	b.WriteString(strings.Repeat(" ", markerWidth))
 	for i, c := range l.cols {
 		t := c.title
 		if c.sort == sortBy && sortBy != noSort {
-			t += "▼"
+			if rev {
+				t += "▲"
+			} else {
+				t += "▼"
+			}
 		}
 		l.writeCell(&b, i, t)
 	}
 	return b.String()
+}
+
+// columnAt is the column under screen column x (0: the line's first).
+func (l tableLayout) columnAt(x int) (procColumn, bool) {
+	at := markerWidth
+	for i, w := range l.widths {
+		if x >= at && x < at+w+1 {
+			return l.cols[i], true
+		}
+		at += w + 1
+	}
+	return procColumn{}, false
 }
 
 // width is the table's width: marker, columns and the spaces between.
@@ -503,6 +551,13 @@ func (l tableLayout) line(r procRow) string {
 		b.WriteString(strings.Repeat(" ", markerWidth))
 	}
 	for i, c := range l.cols {
+		if r.kind == rowUnlisted && i == 1 {
+			// A device whose processes are not listed has no figures: its
+			// note takes the empty columns rather than be cut.
+			b.WriteByte(' ')
+			b.WriteString(fit(l.cols[len(l.cols)-1].cell(r, l.short), l.width()-cellWidth(b.String())))
+			break
+		}
 		l.writeCell(&b, i, c.cell(r, l.short))
 	}
 	return b.String()
