@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/claims"
+	"github.com/vramtop/vramtop/runlog"
 	"github.com/vramtop/vramtop/units"
 )
 
@@ -40,7 +47,7 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) {
+	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on", stderr) {
 		return exitUsage
 	}
 	s, code := sf.newSampler(stderr)
@@ -81,15 +88,95 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// pickFlags are --min-free and --count, of pick and wait.
+// pickFlags are --min-free and --count, of pick and wait, and --like,
+// --like-last and --margin, which size --min-free by an earlier run.
 type pickFlags struct {
-	minFree string
-	count   int
+	fs       *pflag.FlagSet
+	minFree  string
+	count    int
+	like     string
+	likeLast bool
+	margin   string
 }
 
 func (p *pickFlags) add(fs *pflag.FlagSet, minFreeUsage, countUsage string) {
+	p.fs = fs
 	fs.StringVar(&p.minFree, "min-free", "0", minFreeUsage)
 	fs.IntVar(&p.count, "count", 1, countUsage)
+	fs.StringVar(&p.like, "like", "", "size --min-free by the peak on one GPU of the earlier run (vramtop run, or wait/pick -- CMD) most like this `command` line, plus --margin")
+	fs.BoolVar(&p.likeLast, "like-last", false, "size --min-free by the peak of the last run, plus --margin")
+	fs.StringVar(&p.margin, "margin", "10%", "with --like or --like-last: how much to add to the peak, a `percent`")
+}
+
+// sizeByPast sets opt.MinFree from the run history when --like or
+// --like-last asks, saying on stderr which run it took; ok is false, with
+// one line on stderr, when it cannot.
+func (p *pickFlags) sizeByPast(opt *advisor.PickOptions, demo bool, stderr io.Writer) (ok bool) {
+	name := p.fs.Name()
+	if p.like == "" && !p.likeLast {
+		if p.fs.Changed("margin") {
+			fmt.Fprintf(stderr, "%s: --margin goes with --like or --like-last\n", name)
+			return false
+		}
+		return true
+	}
+	switch {
+	case p.like != "" && p.likeLast:
+		fmt.Fprintf(stderr, "%s: --like and --like-last: give one\n", name)
+		return false
+	case p.fs.Changed("min-free"):
+		fmt.Fprintf(stderr, "%s: --min-free and --like%s: give one\n", name, map[bool]string{true: "-last"}[p.likeLast])
+		return false
+	}
+	pct, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(p.margin, "%")), 64)
+	if err != nil || math.IsNaN(pct) || pct < 0 || pct > 1000 {
+		fmt.Fprintf(stderr, "%s: --margin %q: want a percentage from 0%% to 1000%%\n", name, p.margin)
+		return false
+	}
+	path, err := runlog.Path()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return false
+	}
+	runs, _, err := runlog.Read(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the run history: %v\n", name, pathError(err))
+		return false
+	}
+	var r runlog.Entry
+	var found bool
+	how := "the last run"
+	if p.likeLast {
+		r, found = runlog.Last(runs, demo)
+	} else {
+		var score float64
+		r, score, found = runlog.Like(runs, p.like, demo)
+		how = fmt.Sprintf("the run most like it (%.0f%% alike)", score*100)
+		if score == 1 {
+			how = "the last run of that command"
+		}
+	}
+	if !found {
+		what := "no run with GPU memory"
+		if !p.likeLast {
+			what = fmt.Sprintf("no earlier run like %q", claims.Inert(p.like, 200))
+		}
+		fmt.Fprintf(stderr, "%s: %s in %s (vramtop run -- CMD keeps them)\n", name, what, path)
+		return false
+	}
+	opt.MinFree = uint64(float64(r.GPUPeakBytes) * (1 + pct/100))
+	fmt.Fprintf(stderr, "%s: %s: %s peaked at %s on one GPU; --min-free %s (+%g%%)\n", name, how,
+		claims.Inert(r.Describe(), 300), advisor.FormatBytes(r.GPUPeakBytes), advisor.FormatBytes(opt.MinFree), pct)
+	return true
+}
+
+// pathError is err without Go's "open FILE:" prefix.
+func pathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // options are the flags as PickOptions; ok is false, with one line on

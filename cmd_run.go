@@ -15,6 +15,7 @@ import (
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/jobrun"
 	"github.com/vramtop/vramtop/recorder"
+	"github.com/vramtop/vramtop/runlog"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -153,6 +154,7 @@ func runJob(ctx context.Context, name string, j jobSpec, stdout, stderr io.Write
 	if src.Info().Demo {
 		r.Notes = append(r.Notes, fmt.Sprintf("--demo: the GPUs are the built-in demo and the job's memory on GPU %d is simulated", demoJobDevice))
 	}
+	keepRun(name, r, stderr)
 	switch j.reportFmt {
 	case "":
 	case "json":
@@ -169,6 +171,25 @@ func runJob(ctx context.Context, name string, j jobSpec, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "%s: report written to %s\n", name, filepath.Clean(j.reportFile))
 	}
 	return r.ExitCode
+}
+
+// keepRun adds the job to the run history (runlog), for wait --like.
+func keepRun(name string, r jobrun.Report, stderr io.Writer) {
+	path, err := runlog.Path()
+	if err == nil {
+		e := runlog.Entry{
+			Command: r.Command, Start: r.Start, DurationSeconds: r.DurationSeconds, ExitCode: r.ExitCode,
+			PeakBytes: r.PeakBytes, GPUs: len(r.GPUs), Demo: r.Demo,
+		}
+		e.Dir, _ = os.Getwd()
+		for _, g := range r.GPUs {
+			e.GPUPeakBytes = max(e.GPUPeakBytes, g.PeakBytes)
+		}
+		err = runlog.Append(path, e)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: the run is not kept in the history: %v\n", name, err)
+	}
 }
 
 // demoJobBytes is the made-up footprint of a job run with --demo: a model

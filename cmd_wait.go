@@ -48,7 +48,7 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) {
+	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on", stderr) {
 		return exitUsage
 	}
 	switch {

@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(claims.EnvDir, dir)
+	// Nor keeps its runs in the user's history.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	code := testbin.Run(m)
 	endHolders(dir)
 	os.RemoveAll(dir)
