@@ -529,7 +529,7 @@ var bfcNotAFailure = re(`^.{0,300}?this\s*is\s*not\s*a\s*failure`)
 func parseBFC(seg, line string, e *Explanation) {
 	e.kind = kindAllocator
 	frameworkFromPath(line, e)
-	if bfcNotAFailure.MatchString(head(seg, 400)) {
+	if h := head(seg, 400); strings.Contains(h, "failure") && bfcNotAFailure.MatchString(h) {
 		e.Kind = "memory_pressure"
 	}
 	if g := bfcRequest.FindStringSubmatch(head(seg, 400)); g != nil {
