@@ -212,6 +212,33 @@ func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
 		}
 		root.AddCommand(sub)
 	}
+	// help TOPIC: cobra's own prints the root help for a topic it does not
+	// know and exits 0.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, sub := range c.Root().Commands() {
+				names = append(names, sub.Name())
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				var names []string
+				for _, sub := range c.Root().Commands() {
+					if sub.IsAvailableCommand() {
+						names = append(names, sub.Name())
+					}
+				}
+				return usageError{fmt.Errorf("unknown help topic %q (topics: %s)", strings.Join(args, " "), strings.Join(names, ", "))}
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	})
 	return root
 }
 
@@ -222,6 +249,8 @@ func configHelp() string {
 }
 
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 // dispatch runs the command args name (the live view when none) and
 // returns its exit status: 2 with one line on stderr for bad usage.
@@ -257,7 +286,7 @@ func usageLine(root, cmd *cobra.Command, err error) string {
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg, _, _ := strings.Cut(flagError(err), "\n")
 	if arg, ok := strings.CutPrefix(msg, "unknown command "); ok {
 		arg, _, _ = strings.Cut(arg, " for ")
 		msg = "unknown command " + arg

@@ -130,7 +130,7 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"--bogus"}, "vramtop: unknown flag: --bogus (see vramtop --help)"},
 		{[]string{"pikc"}, `vramtop: unknown command "pikc" (did you mean pick?)`},
 		{[]string{"pick", "--count"}, "vramtop pick: flag needs an argument: --count"},
-		{[]string{"pick", "--count", "two"}, `vramtop pick: invalid argument "two" for "--count" flag`},
+		{[]string{"pick", "--count", "two"}, `vramtop pick: --count "two": want a whole number, as 2`},
 		{[]string{"--demo", "--once", "extra"}, `unknown command "extra"`},
 	} {
 		out, errOut, code := runCLI(t, c.args...)

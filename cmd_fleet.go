@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -39,6 +40,12 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "vramtop fleet: --prometheus URL is required (e.g. --prometheus http://127.0.0.1:9090)")
 		return exitUsage
 	}
+	u, err := prometheusURL(*promURL)
+	if err != nil {
+		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
+		return exitUsage
+	}
+	*promURL = u
 	if *interval < minFleetInterval {
 		fmt.Fprintf(stderr, "vramtop fleet: interval %v is below the minimum of %v\n", *interval, minFleetInterval)
 		return exitUsage
@@ -71,6 +78,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		src.WaitFirst(ctx)
 		snap := s.Once()
 		s.Close()
+		if snap.Err != "" && len(snap.Devices) == 0 && !*asJSON {
+			// Nothing was read: the error, once, and no empty table.
+			fmt.Fprintf(stderr, "vramtop fleet: %s\n", snap.Err)
+			return 1
+		}
 		if !writeOutput(stdout, stderr, "vramtop fleet", func(w io.Writer) error {
 			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
 		}) {
@@ -118,4 +130,18 @@ func countHosts(snap sampler.Snapshot) int {
 		hosts[d.Hostname] = true
 	}
 	return len(hosts)
+}
+
+// prometheusURL is --prometheus as a URL: without a scheme it is http://
+// (--prometheus 127.0.0.1:9090), as curl takes it.
+func prometheusURL(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if !strings.Contains(t, "://") {
+		t = "http://" + t
+	}
+	u, err := url.Parse(t)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Port() == "" && strings.HasSuffix(u.Host, ":") {
+		return "", fmt.Errorf("--prometheus %q: want Prometheus's address, as http://127.0.0.1:9090 or 127.0.0.1:9090", s)
+	}
+	return t, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -34,6 +35,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *maxProcs < -1 {
 		fmt.Fprintf(stderr, "vramtop serve: --max-process-series %d: want a count, or -1 for all\n", *maxProcs)
+		return exitUsage
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: --listen %q: want host:port or :port, as :9400 or 127.0.0.1:9400\n", *listen)
 		return exitUsage
 	}
 	// Take the port before touching the GPUs: a second exporter fails

@@ -58,6 +58,10 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *settle < 0 || *timeout < 0:
 		fmt.Fprintln(stderr, "vramtop wait: --settle and --timeout cannot be negative")
 		return exitUsage
+	case *timeout > 0 && *timeout < *settle:
+		fmt.Fprintf(stderr, "vramtop wait: --timeout %v is shorter than --settle %v: the GPUs could never settle in time; "+
+			"give a longer --timeout or a shorter --settle\n", *timeout, *settle)
+		return exitUsage
 	}
 	s, code := sf.newSampler(stderr)
 	if s == nil {

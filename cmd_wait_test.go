@@ -131,7 +131,7 @@ func TestWaitDemoPicksAsPick(t *testing.T) {
 
 func TestWaitTimeoutAndUsage(t *testing.T) {
 	start := time.Now()
-	out, errOut, code := runWaitArgs(context.Background(), "--demo", "--min-free", "1TiB", "--timeout", "300ms", "--interval", "100ms")
+	out, errOut, code := runWaitArgs(context.Background(), "--demo", "--min-free", "1TiB", "--timeout", "300ms", "--settle", "0", "--interval", "100ms")
 	if code != 1 || out != "" || !strings.HasPrefix(errOut, "vramtop wait: timed out: ") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line saying it timed out", code, out, errOut)
 	}
@@ -155,7 +155,7 @@ func TestWaitTimeoutAndUsage(t *testing.T) {
 		{[]string{"--demo", "--count", "0"}, "want at least 1"},
 		{[]string{"--demo", "--max-util", "120"}, "--max-util 120"},
 		{[]string{"--demo", "--settle", "-1s"}, "cannot be negative"},
-		{[]string{"--demo", "--settle", "soon"}, "invalid argument"},
+		{[]string{"--demo", "--settle", "soon"}, `--settle "soon": want a duration`},
 		{[]string{"--demo", "extra"}, `unexpected argument "extra"`},
 	} {
 		out, errOut, code := runWaitArgs(context.Background(), c.args...)
@@ -173,7 +173,7 @@ func TestWaitStatusOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Skip("no script(1) to run vramtop on a terminal")
 	}
-	cmd := exec.Command(script, "-q", "-e", "-c", bin+" wait --demo --min-free 1TiB --timeout 1500ms --interval 200ms", "/dev/null")
+	cmd := exec.Command(script, "-q", "-e", "-c", bin+" wait --demo --min-free 1TiB --timeout 1500ms --settle 0 --interval 200ms", "/dev/null")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	out, err := cmd.Output()
 	if code := cmd.ProcessState.ExitCode(); code != 1 {

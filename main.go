@@ -212,6 +212,16 @@ func (t *thresholdFlags) valid(fs *pflag.FlagSet, stderr io.Writer) bool {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return false
 	}
+	// 0.8 is a fraction more likely than 0.8%: say so, and go on.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"warn", t.Warn}, {"crit", t.Crit}} {
+		if f.v > 0 && f.v < 1 {
+			fmt.Fprintf(stderr, "%s: warning: --%s %g is %g%% of the memory, not %g%%; a percentage is written as 80 or 80%%\n",
+				fs.Name(), f.name, f.v, f.v, f.v*100)
+		}
+	}
 	return true
 }
 
@@ -239,6 +249,7 @@ func newFlagSet(name, head string, stderr io.Writer) *pflag.FlagSet {
 // print one line and return exitUsage. ok is true when the command should
 // go on.
 func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	userValues(fs)
 	if _, ok := stderr.(*describer); ok {
 		return 0, false
 	}
@@ -247,7 +258,7 @@ func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok boo
 			fs.Usage()
 			return 0, false
 		}
-		fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", fs.Name(), err, fs.Name())
+		fmt.Fprintf(stderr, "%s: %s (see %s --help)\n", fs.Name(), flagError(err), fs.Name())
 		return exitUsage, false
 	}
 	return 0, true

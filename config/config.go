@@ -20,9 +20,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/vramtop/vramtop/units"
 )
 
 // A Key is one setting.
@@ -222,17 +223,17 @@ func keyNames() string {
 }
 
 func checkPercent(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := units.ParsePercent(s)
 	if err != nil || !(v > 0 && v <= 100) {
-		return fmt.Errorf("want a percentage above 0 and at most 100, got %q", s)
+		return fmt.Errorf("want a percentage above 0 and at most 100 (as 80 or \"80%%\"), got %q", s)
 	}
 	return nil
 }
 
 func checkDuration(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := units.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return fmt.Errorf("want a duration such as \"500ms\", \"2s\" or \"1h\", got %q", s)
+		return fmt.Errorf("want a duration such as \"500ms\", \"2s\", \"1h\" or \"7d\", got %q", s)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -119,6 +120,9 @@ func (c *Client) ask(ctx context.Context, endpoint string, args url.Values, want
 		}
 		return answer{}, err
 	}
+	if code == http.StatusNotFound && c.isExporter(ctx) {
+		return answer{}, errExporter
+	}
 	if code/100 != 2 {
 		return answer{}, statusError(code, body)
 	}
@@ -233,8 +237,24 @@ func (e *resultTypeError) Error() string {
 	return fmt.Sprintf("result type %s, want %s", cmp.Or(e.got, "none"), e.want)
 }
 
+// errExporter is the answer of an address that has no Prometheus API but
+// serves /metrics: an exporter, given where Prometheus was wanted.
+var errExporter = errors.New("exporter, not Prometheus")
+
+// isExporter reports whether the server answers /metrics as an exporter
+// does (a text exposition: "# HELP", "# TYPE").
+func (c *Client) isExporter(ctx context.Context) bool {
+	buf := make([]byte, 0, 4<<10)
+	code, body, err := c.do(ctx, http.MethodGet, c.base.JoinPath("metrics").String(), "", buf)
+	return err == nil && code == http.StatusOK && (bytes.Contains(body, []byte("# TYPE ")) || bytes.Contains(body, []byte("# HELP ")))
+}
+
 // queryError is err as one line: the server, the query and the cause.
 func (c *Client) queryError(q string, err error) error {
+	if errors.Is(err, errExporter) {
+		return fmt.Errorf("%s answers like an exporter (metrics on /metrics, no Prometheus API): "+
+			"--prometheus wants the Prometheus server that scrapes it, as http://prometheus:9090", c.base.Host)
+	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
 		err = uerr.Err

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// goText is error text of Go's libraries that must never reach a user.
+var goText = regexp.MustCompile(`strconv\.|time: |invalid syntax|unknown unit|missing unit|parsing "|ParseFloat|ParseInt|ParseBool|net/url|first path segment`)
+
+// Every flag of every command, given a bad value, says in one line which
+// flag, the value and the form it takes, and exits 2; no Go error text.
+func TestEveryFlagBadValue(t *testing.T) {
+	// Bad values of the string flags that check theirs.
+	strBad := map[string]string{
+		"color": "purple", "report": "xml", "min-free": "lots", "listen": "nowhere",
+		"prometheus": "http://[::1", "at": "yesterday-ish",
+	}
+	byType := map[string]string{
+		"bool": "maybe", "int": "two", "float64": "high", "duration": "1x", "uint": "-1", "int64": "two",
+	}
+	cmds := append([]command{{name: "", run: runTop}}, commands()...)
+	n := 0
+	for _, c := range cmds {
+		fs, _ := describe(c.run)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			bad, ok := strBad[f.Name]
+			if !ok {
+				bad, ok = byType[f.Value.Type()]
+			}
+			if !ok {
+				return
+			}
+			args := []string{"--" + f.Name + "=" + bad}
+			if c.name != "" {
+				args = append([]string{c.name}, args...)
+			}
+			if c.passArgs {
+				args = append(args, "--", "true")
+			}
+			if c.name == "replay" {
+				args = append(args, "replay/testdata/format1.jsonl")
+			}
+			n++
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				_, stderr, code := runCLI(t, args...)
+				msg := strings.TrimSpace(stderr)
+				if code != exitUsage || strings.Count(msg, "\n") > 0 {
+					t.Fatalf("exit %d, want %d with one line; stderr:\n%s", code, exitUsage, stderr)
+				}
+				if !strings.Contains(msg, "--"+f.Name) || !strings.Contains(msg, bad) {
+					t.Errorf("the message should name --%s and %q: %s", f.Name, bad, msg)
+				}
+				if !strings.Contains(msg, "want") && !strings.Contains(msg, " as ") {
+					t.Errorf("the message should say the form --%s takes: %s", f.Name, msg)
+				}
+				if goText.MatchString(msg) {
+					t.Errorf("Go error text reaches the user: %s", msg)
+				}
+			})
+		})
+	}
+	if n < 20 {
+		t.Fatalf("only %d flags checked", n)
+	}
+}
+
+// A percentage takes a % sign and a duration days, on the command line
+// and in the config file; a percentage below 1 is warned of.
+func TestPercentAndDaysAccepted(t *testing.T) {
+	for _, args := range [][]string{
+		{"--demo", "--once", "--warn", "80%"},
+		{"--demo", "--once", "--crit=95%", "--warn", "85"},
+		{"--demo", "--once", "--history", "1d"},
+		{"--demo", "--once", "--history=7d"},
+	} {
+		if _, stderr, code := runCLI(t, args...); code != 0 || stderr != "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	writeConfigFile(t, "warn = \"80%\"\nhistory = \"2d\"\n")
+	var o, e strings.Builder
+	if code := dispatch(t.Context(), []string{"--demo", "--once"}, &o, &e); code != 0 || e.Len() > 0 {
+		t.Errorf("a config file with warn = \"80%%\", history = \"2d\": exit %d, %s", code, e.String())
+	}
+	_, stderr, code := runCLI(t, "--demo", "--once", "--warn", "0.8")
+	if code != 0 || !strings.Contains(stderr, "--warn 0.8 is 0.8%") || !strings.Contains(stderr, "80%") {
+		t.Errorf("--warn 0.8 should run and warn that it is 0.8%%, not 80%%: exit %d, %q", code, stderr)
+	}
+}
+
+// fleet --prometheus takes an address without a scheme; against a dead
+// Prometheus --once prints the error once, on stderr, and no table; against
+// an exporter it says so.
+func TestFleetAddressMessages(t *testing.T) {
+	if u, err := prometheusURL("127.0.0.1:9090"); err != nil || u != "http://127.0.0.1:9090" {
+		t.Errorf("prometheusURL(127.0.0.1:9090) = %q, %v", u, err)
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	stdout, stderr, code := runCLI(t, "fleet", "--prometheus", addr, "--once", "--timeout", "2s")
+	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, addr) {
+		t.Errorf("a dead Prometheus: exit %d, stdout %q, stderr %q; want 1, nothing, one line", code, stdout, stderr)
+	}
+	exp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "# HELP DCGM_FI_DEV_FB_USED used\n# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{gpu=\"0\"} 1\n")
+	}))
+	defer exp.Close()
+	_, stderr, code = runCLI(t, "fleet", "--prometheus", exp.URL, "--once", "--timeout", "2s")
+	if code != 1 || !strings.Contains(stderr, "answers like an exporter") || !strings.Contains(stderr, "--prometheus wants") ||
+		strings.Contains(stderr, "query ") || strings.Contains(stderr, "client_error") {
+		t.Errorf("fleet at an exporter: exit %d, %q", code, stderr)
+	}
+}
+
+func TestHelpUnknownTopicAndWaitTimeout(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "help", "nosuch")
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, `unknown help topic "nosuch"`) || !strings.Contains(stderr, "pick") {
+		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	_, stderr, code = runCLI(t, "wait", "--demo", "--timeout", "8s")
+	if code != exitUsage || !strings.Contains(stderr, "--timeout 8s") || !strings.Contains(stderr, "--settle 10s") {
+		t.Errorf("wait --timeout 8s (settle 10s): exit %d, %q; want 2 naming both", code, stderr)
+	}
+}
