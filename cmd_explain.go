@@ -66,6 +66,33 @@ func readLogTail(in io.Reader, limit int64) (data []byte, cut bool, err error) {
 	return buf, true, nil
 }
 
+// openInterruptible opens name for reading, giving up when ctx ends (ok
+// false): opening a FIFO waits in the kernel for a writer, which a signal
+// does not end. A FIFO that gets a writer opens as ever.
+func openInterruptible(ctx context.Context, name string) (f *os.File, ok bool, err error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	c := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(name)
+		c <- opened{f, err}
+	}()
+	select {
+	case o := <-c:
+		return o.f, true, o.err
+	case <-ctx.Done():
+		// The open may still succeed: its file is closed then.
+		go func() {
+			if o := <-c; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, false, nil
+	}
+}
+
 // explainInterrupted is the exit status when SIGINT (130) or SIGTERM (143)
 // ended the command; main cancels ctx with the signal as its cause.
 func explainInterrupted(ctx context.Context, stderr io.Writer) int {
@@ -111,7 +138,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var in io.Reader = explainStdin
 	seeked := false // reading a big file's tail, said on stderr
 	if name != "-" {
-		f, err := os.Open(name)
+		f, ok, err := openInterruptible(ctx, name)
+		if !ok {
+			return explainInterrupted(ctx, stderr)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "vramtop explain: cannot read %s: %v\n", name, explainPathError(err))
 			return exitUsage

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -119,7 +121,7 @@ func Load(getenv func(string) string) (Settings, error) {
 	s := Settings{Values: map[string]Value{}}
 	path, explicit := Path(getenv)
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readFile(path)
 		switch {
 		case err == nil:
 			s.File = path
@@ -145,6 +147,52 @@ func Load(getenv func(string) string) (Settings, error) {
 		s.Values[k.Name] = Value{Key: k.Name, Value: v, From: FromEnv, Origin: k.Env}
 	}
 	return s, nil
+}
+
+// MaxFileSize is the largest config file read; a larger one is refused.
+const MaxFileSize = 1 << 20
+
+// readFile reads the config file at path: a regular file of at most
+// MaxFileSize bytes. Anything else (a FIFO, which would block every command
+// until someone writes to it; /dev/zero, which never ends) is refused
+// before reading, and, opened without blocking, checked again on the file
+// opened.
+func readFile(path string) ([]byte, error) {
+	check := func(st os.FileInfo) error {
+		switch {
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file; name a file", path)
+		case st.Size() > MaxFileSize:
+			return fmt.Errorf("%s is larger than 1 MiB; a config file is a few lines", path)
+		}
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s is larger than 1 MiB; a config file is a few lines", path)
+	}
+	return data, nil
 }
 
 func (s *Settings) parseFile(path string, data []byte) error {
