@@ -159,14 +159,18 @@ func (r *Runner) runOne(ctx context.Context, ev Event) {
 	c := exec.CommandContext(ctx, "sh", "-c", r.cmd)
 	inGroup(c)
 	c.Stdin = bytes.NewReader(append(doc, '\n'))
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
+	out := &headTail{}
+	c.Stdout, c.Stderr = out, out
 	// A child that keeps the output open does not keep the runner.
 	c.WaitDelay = time.Second
 	err = c.Run()
-	if out.Len() > 0 {
+	if out.n > 0 {
 		r.outMu.Lock()
-		r.opts.Stderr.Write(out.Bytes())
+		r.opts.Stderr.Write(out.head)
+		if left := out.n - int64(len(out.head)+len(out.tail)); left > 0 {
+			fmt.Fprintf(r.opts.Stderr, "\n%s: --on-alert: %d bytes of the command's output left out (its first and last %d KiB are kept)\n", r.opts.Name, left, keepOutput>>10)
+		}
+		r.opts.Stderr.Write(out.tail)
 		r.outMu.Unlock()
 	}
 	switch {
@@ -176,6 +180,37 @@ func (r *Runner) runOne(ctx context.Context, ev Event) {
 	case err != nil:
 		r.warnf("--on-alert: the command for %s on %s: %v", ev.Rule, ev.DeviceID, err)
 	}
+}
+
+// keepOutput is how much of the start, and of the end, of a command's
+// output is kept for the log; the rest is counted and left out, so that a
+// command that prints without end costs no memory.
+const keepOutput = 4 << 10
+
+// headTail keeps the first and the last keepOutput bytes written to it,
+// and counts them all.
+type headTail struct {
+	head, tail []byte
+	n          int64
+}
+
+func (h *headTail) Write(b []byte) (int, error) {
+	h.n += int64(len(b))
+	in := b
+	if room := keepOutput - len(h.head); room > 0 {
+		k := min(room, len(in))
+		h.head = append(h.head, in[:k]...)
+		in = in[k:]
+	}
+	if len(in) >= keepOutput {
+		h.tail = append(h.tail[:0], in[len(in)-keepOutput:]...)
+	} else if len(in) > 0 {
+		if drop := len(h.tail) + len(in) - keepOutput; drop > 0 {
+			h.tail = append(h.tail[:0], h.tail[drop:]...)
+		}
+		h.tail = append(h.tail, in...)
+	}
+	return len(b), nil
 }
 
 func (r *Runner) warnf(format string, args ...any) {

@@ -160,3 +160,23 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("the timed-out command's sleep still runs: pid %s", out)
 	}
 }
+
+// TestOutputBounded: a command that prints without end (here 20 MB) leaves
+// the log its first and last few KiB and how much was left out between,
+// not all of it (a command printing a gigabyte grew serve by as much).
+func TestOutputBounded(t *testing.T) {
+	var stderr syncBuf
+	r := New(`echo START; yes x | head -c 20000000; echo; echo END`, Options{Timeout: 30 * time.Second, Stderr: &stderr, Name: "vramtop serve"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r.Notify([]advisor.Alert{leak})
+	waitFor(t, "the run", func() bool { return r.Ran() == 1 })
+	s := stderr.String()
+	if len(s) > 12<<10 || !strings.HasPrefix(s, "START\n") || !strings.HasSuffix(s, "x\n\nEND\n") ||
+		!strings.Contains(s, "vramtop serve: --on-alert: 19991") {
+		head, tail := s[:min(len(s), 80)], s[max(0, len(s)-80):]
+		t.Errorf("%d bytes logged (%q … %q); want at most %d: the start, the end and how much was left out", len(s), head, tail, 12<<10)
+	}
+}
