@@ -39,8 +39,11 @@ func Handler(c *Collector) http.Handler {
 	return mux
 }
 
-// MaxConns is how many connections the exporter serves at once; more wait
-// until one closes.
+// MaxConns is how many connections the exporter serves at once. A new one
+// past that closes the connection idle the longest (kept alive after its
+// answer, or yet to send its request), so that idle connections, however
+// many a client holds open, never keep a scrape waiting; with none idle it
+// waits until one closes.
 const MaxConns = 512
 
 // Server timeouts: a client gets this long to send its request headers, a
@@ -71,7 +74,9 @@ func Listen(addr string) (net.Listener, error) {
 // connections): a client that never finishes its request does not turn a
 // clean stop into an error.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
+	lln := limitListener(ln, MaxConns)
 	srv := &http.Server{
+		ConnState:         lln.state,
 		Handler:           h,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       WriteTimeout,
@@ -80,7 +85,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		MaxHeaderBytes:    64 << 10,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(limitListener(ln, MaxConns)) }()
+	go func() { errc <- srv.Serve(lln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -98,10 +103,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	return nil
 }
 
-// limitListener accepts at most n connections at a time: Accept waits while
-// n are open.
-func limitListener(ln net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+// limitListener accepts at most n connections at a time: past that it
+// closes the one idle the longest, or waits while none is idle. Its state
+// method is the server's ConnState.
+func limitListener(ln net.Listener, n int) *limitedListener {
+	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{}), idle: map[net.Conn]time.Time{}}
 }
 
 type limitedListener struct {
@@ -109,13 +115,22 @@ type limitedListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	mu sync.Mutex
+	// idle are the connections without a request in flight, since when.
+	idle map[net.Conn]time.Time
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
 	select {
 	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	default:
+		l.evict()
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -123,6 +138,35 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+// state follows which connections are idle.
+func (l *limitedListener) state(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch s {
+	case http.StateNew, http.StateIdle:
+		l.idle[c] = time.Now()
+	default:
+		delete(l.idle, c)
+	}
+}
+
+// evict closes the connection idle the longest, if one is.
+func (l *limitedListener) evict() {
+	l.mu.Lock()
+	var oldest net.Conn
+	var since time.Time
+	for c, t := range l.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest != nil {
+		oldest.Close()
+	}
 }
 
 func (l *limitedListener) Close() error {
