@@ -281,3 +281,37 @@ func TestRunReportsAndEndsLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// TestLeftoverWritesOnAfterRun: a process the job leaves running that
+// writes to stderr after vramtop run has exited is still alive after it,
+// and its output reaches run's stderr (before, it died of SIGPIPE there).
+func TestLeftoverWritesOnAfterRun(t *testing.T) {
+	bin := vramtop(t)
+	dir := t.TempDir()
+	mark, errFile := filepath.Join(dir, "alive"), filepath.Join(dir, "stderr")
+	ef, err := os.Create(errFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	script := `(sleep 3; echo late >&2; echo alive > ` + mark + `) >/dev/null & exit 0`
+	cmd := exec.Command(bin, "run", "--demo", "--", "sh", "-c", script)
+	cmd.Stderr = ef
+	if code := runWithin(t, cmd, 30*time.Second); code != 0 {
+		b, _ := os.ReadFile(errFile)
+		t.Fatalf("exit %d: %s", code, b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+	}
+	b, _ := os.ReadFile(errFile)
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the leftover did not live past its write to stderr after run exited (stderr %q)", b)
+	}
+	if !strings.Contains(string(b), "late\n") {
+		t.Errorf("stderr %q: want the leftover's late line", b)
+	}
+}

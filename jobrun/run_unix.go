@@ -72,7 +72,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	go func() {
 		defer close(copied)
 		copyTee(cfg.Stderr, scan, stderrR)
-		stderrR.Close()
 	}()
 	// Forward signals to the whole group until the child is reaped.
 	fwdDone := make(chan struct{})
@@ -137,8 +136,17 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
-		w.notes = append(w.notes, "processes of the job still hold its stderr open; the OOM scan saw their output up to the job's exit")
+		// Closing the pipe would kill them (SIGPIPE) on their next write:
+		// a detached drain takes it over and copies it on to Stderr.
+		stderrR.SetReadDeadline(time.Now())
+		<-copied
+		if handOff(stderrR, cfg.Stderr) {
+			w.notes = append(w.notes, "processes of the job still hold its stderr open; their output goes on to this stderr (the OOM scan saw it up to the job's exit)")
+		} else {
+			w.notes = append(w.notes, "processes of the job still hold its stderr open; the OOM scan saw their output up to the job's exit")
+		}
 	}
+	stderrR.Close()
 
 	r := w.report(cfg.Argv, start, end)
 	r.Leftovers = leftovers
@@ -215,6 +223,25 @@ func endLeftovers(ctx context.Context, t *tree, leader int, left []Leftover, gra
 
 // copyTee copies r to out and scan, write by write; a failing out (a
 // closed terminal) does not stop the scan or block the child.
+// handOff gives the read end r of the job's stderr pipe to a detached
+// cat, in a session of its own, that copies it to out (a file) until the
+// last writer closes it, so that processes the job left running write on
+// as they would without vramtop.
+func handOff(r *os.File, out io.Writer) bool {
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	c := exec.Command("cat")
+	c.Stdin, c.Stdout = r, f
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if c.Start() != nil {
+		return false
+	}
+	go c.Wait()
+	return true
+}
+
 func copyTee(out io.Writer, scan io.Writer, r io.Reader) {
 	buf := make([]byte, 32<<10)
 	outOK := out != nil
