@@ -104,8 +104,11 @@ func cobraCommand(name string, run runFunc, settings []string, cfg config.Settin
 	}
 	cmd.Flags().AddFlagSet(fs)
 	cmd.Flags().SortFlags = false
-	if fs.Lookup("demo") != nil {
-		cmd.RegisterFlagCompletionFunc("demo", cobra.FixedCompletions([]string{"true", "auto", "false"}, cobra.ShellCompDirectiveNoFileComp))
+	// Flags that take one of a few words complete them.
+	for name, words := range map[string][]string{"demo": {"true", "auto", "false"}, "report": {"text", "json"}, "color": {"auto", "always", "never"}} {
+		if fs.Lookup(name) != nil {
+			cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+		}
 	}
 	return cmd
 }
@@ -323,12 +326,14 @@ func buildVersion(linked string, info func() (*debug.BuildInfo, bool)) string {
 			rev = s.Value
 		case "vcs.modified":
 			if s.Value == "true" {
-				dirty = "-dirty"
+				dirty = ", modified"
 			}
 		}
 	}
+	// The revision as git log --oneline shows it, unless the module
+	// version already names it (a pseudo-version).
 	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) {
-		v += " (" + rev[:min(12, len(rev))] + dirty + ")"
+		v += " (" + rev[:min(7, len(rev))] + dirty + ")"
 	}
 	return v
 }

@@ -110,7 +110,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		"out, where the memory went and what to try. Reads stdin when FILE is absent or \"-\"; of a log longer\n"+
 		"than 256 MiB, its end.\n"+
 		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags, 130/143 on SIGINT/SIGTERM.\n\n", stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object (schema: docs/schema/explain.schema.json)")
 	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
 	var sf sourceFlags
 	sf.addDemo(fs)

@@ -27,7 +27,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure. A host whose\nexporter is down stays listed with its last values, marked down.\n\nWith --once: exit status 1 when Prometheus cannot be read or any host is down.\n\nFlags:\n", stderr)
 	promURL := fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
 	once := fs.Bool("once", false, "print the fleet once as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json; each device has a hostname)")
+	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json, docs/schema/snapshot.schema.json; each device has a hostname)")
 	interval := fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
 	history := fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long one round of queries to Prometheus may take (--once ends within it)")

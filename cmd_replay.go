@@ -26,7 +26,7 @@ const maxReplayWarnings = 20
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop replay", "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n", stderr)
 	once := fs.Bool("once", false, "print the snapshot at --at (default: the end) as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print the snapshot as the --once --json document")
+	asJSON := fs.Bool("json", false, "with --once: print the snapshot as the --once --json document (docs/schema/snapshot.schema.json)")
 	at := fs.String("at", "", "the `moment`: 03:12:00 (on the recording's day), 2026-03-14 03:12:00, RFC 3339, +1h5m from the start, -10m from the end, start, end")
 	var th thresholdFlags
 	th.add(fs, "")

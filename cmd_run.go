@@ -42,7 +42,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		f.DefValue = jobInterval.String()
 	}
 	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
-	reportFmt := fs.String("report", "text", "the report's format: text or json")
+	reportFmt := fs.String("report", "text", "the report's format: text or json (schema: docs/schema/run-report.schema.json)")
 	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")
 	killLeftovers := fs.Bool("kill-leftovers", false, "when the command exits, end the processes it left running (SIGTERM, then SIGKILL after --kill-grace)")
 	killGrace := fs.Duration("kill-grace", jobrun.DefaultKillGrace, "with --kill-leftovers: how long to wait between SIGTERM and SIGKILL")

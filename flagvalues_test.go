@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -135,5 +136,38 @@ func TestHelpUnknownTopicAndWaitTimeout(t *testing.T) {
 	_, stderr, code = runCLI(t, "wait", "--demo", "--timeout", "8s")
 	if code != exitUsage || !strings.Contains(stderr, "--timeout 8s") || !strings.Contains(stderr, "--settle 10s") {
 		t.Errorf("wait --timeout 8s (settle 10s): exit %d, %q; want 2 naming both", code, stderr)
+	}
+}
+
+// The flags that take a few words complete them; every --json names its
+// schema, which exists.
+func TestCompletionsAndSchemas(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "run", "--report", ""}, []string{"text", "json"}},
+		{[]string{"__complete", "--demo="}, []string{"true", "auto", "false"}},
+	} {
+		out, _, _ := runCLI(t, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("%v: %q lacks %s", c.args, out, w)
+			}
+		}
+	}
+	for _, c := range [][]string{{"--help"}, {"fleet", "--help"}, {"replay", "--help"}, {"explain", "--help"}, {"run", "--help"}} {
+		out, _, _ := runCLI(t, c...)
+		m := regexp.MustCompile(`docs/schema/[a-z-]+\.schema\.json`).FindString(out)
+		if m == "" {
+			t.Errorf("%v names no schema:\n%s", c, out)
+			continue
+		}
+		if _, err := os.Stat(m); err != nil {
+			t.Errorf("%v names %s: %v", c, m, err)
+		}
+	}
+	if man := manPage(); !strings.Contains(strings.ReplaceAll(man, `\&`, ""), "docs/schema/snapshot.schema.json") {
+		t.Error("the man page names no schema")
 	}
 }

@@ -282,7 +282,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var sf sourceFlags
 	sf.add(fs)
 	once := fs.Bool("once", false, "print one sample as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print one JSON document")
+	asJSON := fs.Bool("json", false, "with --once: print one JSON document (schema: docs/schema/snapshot.schema.json)")
 	var th thresholdFlags
 	th.add(fs, "")
 	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
