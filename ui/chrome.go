@@ -8,7 +8,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -231,10 +230,12 @@ func shorten(s string, w int) string {
 	if loc := lastPID(s); loc > 0 {
 		tail := s[loc:]
 		if tw := cellWidth(tail); tw+12 <= w {
-			return ansi.Truncate(s[:loc], w-tw-2, "…") + " " + tail
+			if head := elide(strings.TrimRight(s[:loc], " "), w-tw-1); strings.HasSuffix(head, "…") && len(head) > len("…") {
+				return head + " " + tail
+			}
 		}
 	}
-	return ansi.Truncate(s, w, "…")
+	return elide(s, w)
 }
 
 // alertText is the alert's message; for a GPU filling up (the threshold,

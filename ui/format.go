@@ -294,3 +294,87 @@ func clamp(v, lo, hi int) int {
 	}
 	return v
 }
+
+// elide fits the plain text s into w cells by dropping whole words from
+// its end, then "…": a number is never cut (61.62… reads as a figure), nor
+// parted from its unit, and a clause left open ("(", "of", "at") goes with
+// the words after it. A text that ends on a figure gets " …", so the figure
+// reads as whole. Text that fits is returned as it is; a first word wider
+// than w is cut as fit cuts it.
+func elide(s string, w int) string {
+	if cellWidth(s) <= w {
+		return s
+	}
+	if w <= 1 {
+		return fit(s, w)
+	}
+	words := strings.Fields(s)
+	n := 0 // words kept
+	for used := 0; n < len(words); n++ {
+		add := cellWidth(words[n])
+		if n > 0 {
+			add++
+		}
+		if used+add > w-2 { // room for " …"
+			break
+		}
+		used += add
+	}
+	for n > 0 && n < len(words) && dangling(words[n-1], words[n]) {
+		n--
+	}
+	if n == 0 {
+		return ansi.Truncate(s, w, "…")
+	}
+	out := strings.TrimRight(strings.Join(words[:n], " "), ",;:·( ")
+	if out == "" {
+		return ansi.Truncate(s, w, "…")
+	}
+	if last := out[len(out)-1]; last >= '0' && last <= '9' || isUnit(out[strings.LastIndexByte(out, ' ')+1:]) || last == '%' || last == ')' {
+		return out + " …"
+	}
+	return out + "…"
+}
+
+// dangling reports whether last, the word before next, cannot end an
+// elided text: it opens what was dropped, or it is a figure whose unit
+// was dropped.
+func dangling(last, next string) bool {
+	last = strings.TrimRight(last, ",;:")
+	if last == "" || last == "·" || last == "—" || last == "-" || last == "→" {
+		return true
+	}
+	switch strings.ToLower(last) {
+	case "of", "at", "in", "on", "by", "to", "with", "and", "or", "the", "a", "an", "for", "from", "is", "than", "per", "mostly", "over":
+		return true
+	}
+	if strings.Count(last, "(") > strings.Count(last, ")") {
+		return true
+	}
+	t := strings.TrimLeft(last, "(~+-≈")
+	isNum := t != "" && t[0] >= '0' && t[0] <= '9'
+	return isNum && isUnit(strings.TrimRight(next, ",;:)"))
+}
+
+func isUnit(t string) bool {
+	switch strings.TrimRight(t, ")") {
+	case "B", "KiB", "MiB", "GiB", "TiB", "kB", "MB", "GB", "TB", "KiB/min", "MiB/min", "GiB/min", "MiB/s", "GiB/s",
+		"s", "ms", "min", "h", "d", "W", "°C", "%":
+		return true
+	}
+	return false
+}
+
+// elideName fits a GPU's name into w cells, cut after a whole part
+// ("A100-SXM4…", not "A100-SXM4-8…", which reads as a figure).
+func elideName(s string, w int) string {
+	if cellWidth(s) <= w {
+		return s
+	}
+	for i := len(s) - 1; i > 0; i-- {
+		if (s[i] == '-' || s[i] == ' ') && cellWidth(s[:i])+1 <= w {
+			return s[:i] + "…"
+		}
+	}
+	return fit(s, w)
+}

@@ -420,7 +420,8 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	if d.MIG != nil && d.MIG.Profile != "" {
 		name = "MIG " + d.MIG.Profile
 	}
-	name = g.watchMark(d) + name
+	mark := g.watchMark(d)
+	name = mark + elideName(name, nameW-cellWidth(mark))
 	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
 		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
 	if why, down := hostDown(d); down {
@@ -431,8 +432,11 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
 	}
 	line += " " + fitRight(fmtOptPct(d.UtilizationPercent), 4) + " " + fitRight(fmtTemp(d.TemperatureC), 5) + " "
-	if why := g.sevWhy(d); why != "" {
-		line += why + " "
+	if st := g.sev.of(d); st.Reason != "" && st.Severity != advisor.Info {
+		// The note drops whole words rather than cut a figure.
+		if why := elide(st.Reason, w-lipgloss.Width(line)-1); why != "" && why != "…" {
+			line += g.st.Severity(st.Severity).Render(why) + " "
+		}
 	}
 	rest := w - lipgloss.Width(line)
 	if rest >= 4 && d.History.Len() > 0 {

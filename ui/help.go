@@ -136,6 +136,9 @@ func (h *helpScreen) content() string {
 	}
 	grid := lipgloss.JoinHorizontal(lipgloss.Top, cols...)
 	// The legend wraps at the width rather than lose its ends.
-	legend = ansi.Wordwrap(legend, h.width, "")
+	// ansi.Wordwrap breaks after any hyphen: a flag (--warn) or a name
+	// (nvidia-smi) is kept whole by wrapping it with hyphens that do not
+	// break, of the same width.
+	legend = strings.ReplaceAll(ansi.Wordwrap(strings.ReplaceAll(legend, "-", "\u2011"), h.width, ""), "\u2011", "-")
 	return clampLines(title+"\n\n"+grid+"\n\n"+legend, h.width, 1<<20)
 }

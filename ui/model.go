@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
@@ -754,7 +755,9 @@ func (m *Model) render() string {
 	}
 	if mw, mh := m.minSize(); m.width < mw || m.height < mh {
 		msg := "terminal too small (need " + strconv.Itoa(mw) + "×" + strconv.Itoa(mh) + ")"
-		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, clampLines(msg, m.width, 1))
+		// Wrapped at the width rather than cut: the size it needs is the
+		// point of the message.
+		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, clampLines(ansi.Wordwrap(msg, m.width, ""), m.width, m.height))
 	}
 	if m.showHelp {
 		return padLines(clampLines(m.help.View(), m.width, m.height), m.height)
