@@ -24,6 +24,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	listen := fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
 	hostname := fs.String("hostname", "", "the hostname label of every series (default: this machine's host name)")
 	maxProcs := fs.Int("max-process-series", exporter.DefaultMaxProcessSeries, "per-process series of each GPU: the `N` processes using the most memory (-1: all); the GPU series are always complete")
+	noCommands := fs.Bool("no-command-labels", false, "leave command lines out of the per-process series (a command line may hold a token or a password)")
 	onAlert := fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts")
 	var th thresholdFlags
 	th.add(fs, "vramtop_alert")
@@ -59,6 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Version:          version,
 		Monitor:          advisor.NewMonitor(cfg),
 		MaxProcessSeries: *maxProcs,
+		NoCommandLabels:  *noCommands,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)

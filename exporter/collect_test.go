@@ -1,6 +1,10 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vramtop/vramtop/internal/inert"
+)
 
 // The Collector as a prometheus.Collector, for the tests: client_golang's
 // registry checks the metrics and encodes them as its own exposition, the
@@ -23,7 +27,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			names := make([]string, len(s.labels))
 			values := make([]string, len(s.labels))
 			for i, l := range s.labels {
-				names[i], values[i] = l.name, l.value
+				// As Page writes them: inert.
+				names[i], values[i] = l.name, inert.String(l.value)
 			}
 			desc := prometheus.NewDesc(f.name, f.help, names, nil)
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, values...)

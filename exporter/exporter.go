@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -99,6 +100,10 @@ type Options struct {
 	// StaleAfter is the sample age beyond which vramtop_up is 0; by default
 	// three sampling intervals, at least 5 s.
 	StaleAfter time.Duration
+	// NoCommandLabels leaves the command label out of the per-process
+	// series (serve --no-command-labels): a command line may hold a token
+	// or a password, and whoever can scrape the exporter reads it.
+	NoCommandLabels bool
 	// MaxProcessSeries bounds the per-process series of each device to the
 	// processes using the most memory; DefaultMaxProcessSeries when 0, no
 	// bound when negative. The device series are always complete.
@@ -456,7 +461,10 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		if gi != "" {
 			pl = append(pl, label{LabelGPUInstID, gi})
 		}
-		pl = append(pl, label{LabelUUID, d.UUID}, label{"command", ShortCommand(p.Command)})
+		pl = append(pl, label{LabelUUID, d.UUID})
+		if !c.opts.NoCommandLabels {
+			pl = append(pl, label{"command", ShortCommand(p.Command)})
+		}
 		if p.Container != "" {
 			pl = append(pl, label{LabelContainerID, validUTF8(p.Container)})
 		}
@@ -585,7 +593,10 @@ func appendFamilies(buf []byte, fams []family) []byte {
 					}
 					buf = append(buf, l.name...)
 					buf = append(buf, '=', '"')
-					buf = appendEscaped(buf, l.value, true)
+					// The sources make what they read inert; this keeps a
+					// control character out of the page whatever the
+					// source (no allocation for a clean value).
+					buf = appendEscaped(buf, inert.String(l.value), true)
 					buf = append(buf, '"')
 				}
 				buf = append(buf, '}')

@@ -62,7 +62,7 @@ func TestPageIsTheTextFormat(t *testing.T) {
 	if got, w := sortedLines(page), sortedLines(want); !slices.Equal(got, w) {
 		t.Errorf("page differs from client_golang's encoding:\n--- page\n%s\n--- client_golang\n%s", page, want)
 	}
-	if !strings.Contains(page, `command="sh -c \"echo \\\\ done\" next �"`) || !strings.Contains(page, `user="eve\nx"`) {
+	if !strings.Contains(page, `command="sh -c \"echo \\\\ done\" next �"`) || !strings.Contains(page, "user=\"eve\uFFFDx\"") {
 		t.Errorf("escaped command not in the page:\n%s", page)
 	}
 	// The page parses.

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 // MaxAnswerBytes bounds one answer of Prometheus, as read off the wire: a
@@ -208,7 +211,7 @@ func statusError(code int, body []byte) error {
 		}
 		return &apiError{Type: a.errorType, Msg: a.errMsg}
 	}
-	e := &apiError{Type: "bad_response", Msg: fmt.Sprintf("bad response code %d", code), Detail: string(body[:min(len(body), 1024)])}
+	e := &apiError{Type: "bad_response", Msg: fmt.Sprintf("bad response code %d", code), Detail: oneLine(body[:min(len(body), 1024)])}
 	switch code / 100 {
 	case 4:
 		e.Type, e.Msg = "client_error", fmt.Sprintf("client error: %d", code)
@@ -216,6 +219,14 @@ func statusError(code int, body []byte) error {
 		e.Type, e.Msg = "server_error", fmt.Sprintf("server error: %d", code)
 	}
 	return e
+}
+
+// oneLine is the start of a body that is not Prometheus's (an HTML page of
+// a proxy, a server's text) as one inert line: its white space runs become
+// one space, a control character or bidirectional override U+FFFD. It is
+// printed on stderr.
+func oneLine(b []byte) string {
+	return inert.String(strings.Join(strings.Fields(string(b)), " "))
 }
 
 // apiError is an error answer of Prometheus's API (its errorType and
@@ -264,12 +275,12 @@ func (c *Client) queryError(q string, err error) error {
 		msg := strings.Join(strings.Fields(aerr.Msg), " ")
 		if d := strings.Join(strings.Fields(aerr.Detail), " "); d != "" && !strings.Contains(msg, d) {
 			if len(d) > 200 {
-				d = d[:200] + "…"
+				d = cut(d, 200) + "…"
 			}
 			msg += ": " + d
 		}
 		if len(msg) > 4096 {
-			msg = msg[:4096] + "…"
+			msg = cut(msg, 4096) + "…"
 		}
 		return fmt.Errorf("prometheus at %s: query %s: %s: %s", c.base.Host, q, aerr.Type, msg)
 	}
@@ -281,6 +292,16 @@ func (c *Client) queryError(q string, err error) error {
 		return fmt.Errorf("prometheus at %s: query %s: %w", c.base.Host, q, err)
 	}
 	return fmt.Errorf("prometheus at %s: %w", c.base.Host, err)
+}
+
+// cut is the first n bytes of s, less the start of a character they would
+// cut in two (half a character is not UTF-8; its bytes may read as C1
+// controls).
+func cut(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:min(n, len(s))]
 }
 
 // limitedTransport cuts every answer body at limit bytes: reading past it

@@ -8,10 +8,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/internal/jsonscan"
 )
 
@@ -254,39 +253,22 @@ func (d *decoder) stringValue() (string, error) {
 }
 
 // intern is b as a string, one string for equal bytes within the answer.
+// Every label name and value is one: each is made inert (internal/inert)
+// here, once per distinct string, since any host that Prometheus scrapes
+// writes its labels.
 func (d *decoder) intern(b []byte) string {
 	if s, ok := d.strs[string(b)]; ok {
 		return s
 	}
-	if utf8.Valid(b) {
-		s := string(b)
-		d.strs[s] = s
-		return s
-	}
-	s := text(b)
+	s := inert.Bytes(b)
 	d.strs[string(b)] = s
 	return s
 }
 
-// text is b as a string, each byte that is not UTF-8 replaced by U+FFFD as
-// encoding/json does (Prometheus's label values are UTF-8; this keeps an
-// answer that is not from garbling the screen).
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		if r == utf8.RuneError && n == 1 {
-			sb.WriteString("\uFFFD")
-		} else {
-			sb.Write(b[:n])
-		}
-		b = b[n:]
-	}
-	return sb.String()
-}
+// text is b as a string of its own, made inert: a byte that is not UTF-8
+// becomes U+FFFD as encoding/json decodes it, and a control character or
+// bidirectional override too.
+func text(b []byte) string { return inert.Bytes(b) }
 
 // skip reads a value of any kind, without keeping it.
 func (d *decoder) skip() error {

@@ -278,6 +278,7 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 		if h.Version > recorder.Version {
 			p.warnf(p.line, "recording format version %d is newer than this vramtop reads (%d); reading what it knows", h.Version, recorder.Version)
 		}
+		inertHeader(&h)
 		p.hdrP, p.hdr, p.sawHeader = &h, -1, true
 		p.haveKey = false // a header starts the keyframes over
 		return

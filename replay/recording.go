@@ -414,6 +414,7 @@ func decodeLine(b []byte, kf *recorder.Record) (recorder.Record, error) {
 			return rec, err
 		}
 	}
+	inertRecord(&rec)
 	return rec, checkTimes(&rec)
 }
 

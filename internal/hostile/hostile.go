@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 )
@@ -98,4 +99,81 @@ func WriteProc(root string, p Proc) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(root, "stat"), []byte("cpu 0 0 0 0\nbtime 1700000000\n"), 0o644)
+}
+
+// JSON is s as a JSON string literal that keeps its bytes as they are
+// where JSON allows: only the quote, the backslash and C0 controls are
+// escaped, so a raw 0x9b byte or a U+009B stays raw, as a hand-made answer
+// or recording would carry it.
+func JSON(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = fmt.Appendf(b, `\u%04x`, c)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
+}
+
+// Texts are every string in v, a value of any type: the fields of
+// structs, the elements of slices, arrays and maps (keys too), through
+// pointers and interfaces.
+func Texts(v any) []string {
+	var out []string
+	var walk func(reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			out = append(out, v.String())
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Key())
+				walk(it.Value())
+			}
+		}
+	}
+	walk(reflect.ValueOf(v))
+	return out
+}
+
+// CheckTexts is Check of every string in v (Texts).
+func CheckTexts(v any) error {
+	for _, s := range Texts(v) {
+		if err := Check([]byte(s)); err != nil {
+			return fmt.Errorf("%q: %v", s, err)
+		}
+	}
+	return nil
+}
+
+// Recording is a recording (vramtop record's format 2, JSON Lines) of one
+// GPU and one process whose every string holds s: the header, a keyframe
+// and a delta line that changes the command line.
+func Recording(s string) string {
+	j := JSON
+	return `{"format":"vramtop-record","version":2,"created":"2026-11-29T12:00:00Z","program":` + j("vramtop "+s) +
+		`,"hostname":` + j("host"+s) + `,"source":"nvml","driver_version":` + j("580"+s) +
+		`,"interval":"1s","history":"1h0m0s","devices":[{"id":"0","index":0,"name":` + j("NVIDIA H100"+s) +
+		`,"uuid":` + j("GPU-"+s) + `,"pci_bus_id":` + j("0000:18:00.0"+s) + `}]}` + "\n" +
+		`{"t":"2026-11-29T12:00:01Z","seq":1,"key":true,"d":[{"id":"0","tot":85899345920,"used":10737418240,"free":75161927680,"err":` + j("lost"+s) +
+		`,"p":[{"pid":4242,"user":` + j("eve"+s) + `,"uid":1000,"cmd":` + j("python "+s) + `,"used":10737418240,"type":"compute","ct":` + j("ct"+s) +
+		`,"job":{"slurm_job_id":"7","slurm_step":` + j(s) + `,"k8s_pod_uid":` + j("pod"+s) + `},"vis":true,"st":1795953000000000000}]}],"w":[` + j("warning "+s) + `],"err":` + j("failed "+s) + `}` + "\n" +
+		`{"t":"2026-11-29T12:00:02Z","seq":2,"kf":1795953601000000000,"dd":[{"i":0,"dp":[{"i":0,"cmd":` + j("torchrun "+s) + `,"user":` + j("mallory"+s) + `}]}]}` + "\n"
 }
