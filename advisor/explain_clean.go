@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 // A cleanLine is one line of the log with escapes decoded, colour codes and
@@ -236,22 +238,15 @@ func stripANSI(s string) string {
 	return ansiRE.ReplaceAllString(s, "")
 }
 
+// stripControl makes a line inert (internal/inert): what is left of a
+// control character once the ANSI sequences are gone, or a bidirectional
+// override, becomes U+FFFD; a tab becomes a space.
 func stripControl(s string) string {
-	if strings.IndexFunc(s, isControl) < 0 {
+	if inert.Is(s) {
 		return s
 	}
-	return strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if isControl(r) {
-			return -1
-		}
-		return r
-	}, s)
+	return inert.String(strings.ReplaceAll(s, "\t", " "))
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // prefixREs are logger and launcher prefixes, stripped from the start of a
 // line again and again while one matches.

@@ -13,30 +13,8 @@ import (
 // hostileProm answers the fleet's queries with one host whose every label
 // value holds s, written into the JSON with its bytes as they are.
 func hostileProm(s string) http.Handler {
-	j := hostile.JSON
-	dev := `"hostname":` + j("node"+s) + `,"gpu":"0","UUID":` + j("GPU-"+s) + `,"modelName":` + j("H100"+s) + `,"pci_bus_id":` + j("0000:18:00.0"+s) + `,"instance":` + j("10.0.0.1:9400"+s) + `,"job":"vramtop"`
-	series := func(name string, v string, extra string) string {
-		return `{"metric":{"__name__":"` + name + `",` + dev + extra + `},"value":[1764417600.5,"` + v + `"]}`
-	}
-	answers := map[string]string{
-		QueryDevices: series("vramtop_gpu_memory_total_bytes", "85899345920", ""),
-		QueryValues: strings.Join([]string{series("vramtop_gpu_memory_total_bytes", "85899345920", ""),
-			series("vramtop_gpu_memory_used_bytes", "10737418240", ""), series("vramtop_gpu_memory_free_bytes", "75161927680", "")}, ","),
-		QueryProcs: series("vramtop_process_gpu_memory_bytes", "10737418240", `,"pid":"4242","user":`+j("eve"+s)+`,"command":`+j("python "+s)+`,"type":`+j("compute"+s)+`,"container_id":`+j("ct"+s)),
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		w.Header().Set("Content-Type", "application/json")
-		kind := "vector"
-		if r.URL.Path == "/api/v1/query_range" {
-			kind = "matrix"
-		}
-		res := ""
-		if kind == "vector" {
-			res = answers[r.Form.Get("query")]
-		}
-		w.Write([]byte(`{"status":"success","data":{"resultType":"` + kind + `","result":[` + res + `]}}`))
-	})
+	totals, values, procs := hostile.FleetSeries(s)
+	return hostile.Prometheus(map[string]string{QueryDevices: totals, QueryValues: values, QueryProcs: procs})
 }
 
 // Labels are written by any host Prometheus scrapes: the fleet's snapshot

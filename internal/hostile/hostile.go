@@ -6,6 +6,8 @@ package hostile
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -176,4 +178,36 @@ func Recording(s string) string {
 		`,"p":[{"pid":4242,"user":` + j("eve"+s) + `,"uid":1000,"cmd":` + j("python "+s) + `,"used":10737418240,"type":"compute","ct":` + j("ct"+s) +
 		`,"job":{"slurm_job_id":"7","slurm_step":` + j(s) + `,"k8s_pod_uid":` + j("pod"+s) + `},"vis":true,"st":1795953000000000000}]}],"w":[` + j("warning "+s) + `],"err":` + j("failed "+s) + `}` + "\n" +
 		`{"t":"2026-11-29T12:00:02Z","seq":2,"kf":1795953601000000000,"dd":[{"i":0,"dp":[{"i":0,"cmd":` + j("torchrun "+s) + `,"user":` + j("mallory"+s) + `}]}]}` + "\n"
+}
+
+// FleetSeries are the series of one host of vramtop serve, as Prometheus
+// answers them, with s in every label value: the result arrays of the
+// devices' totals, of the devices' values and of the processes.
+func FleetSeries(s string) (totals, values, procs string) {
+	j := JSON
+	dev := `"hostname":` + j("node"+s) + `,"gpu":"0","UUID":` + j("GPU-"+s) + `,"modelName":` + j("H100"+s) +
+		`,"pci_bus_id":` + j("0000:18:00.0"+s) + `,"instance":` + j("10.0.0.1:9400"+s) + `,"job":"vramtop"`
+	series := func(name, v, extra string) string {
+		return `{"metric":{"__name__":"` + name + `",` + dev + extra + `},"value":[1764417600.5,"` + v + `"]}`
+	}
+	totals = series("vramtop_gpu_memory_total_bytes", "85899345920", "")
+	values = totals + "," + series("vramtop_gpu_memory_used_bytes", "83751862272", "") + "," +
+		series("vramtop_gpu_memory_free_bytes", "2147483648", "")
+	procs = series("vramtop_process_gpu_memory_bytes", "42949672960", `,"pid":"4242","user":`+j("eve"+s)+
+		`,"command":`+j("python "+s)+`,"type":`+j("compute"+s)+`,"container_id":`+j("ct"+s))
+	return totals, values, procs
+}
+
+// Prometheus answers /api/v1/query with the result array results holds
+// for the query (none for another), and /api/v1/query_range with none.
+func Prometheus(results map[string]string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		kind, res := "vector", results[r.Form.Get("query")]
+		if r.URL.Path == "/api/v1/query_range" {
+			kind, res = "matrix", ""
+		}
+		io.WriteString(w, `{"status":"success","data":{"resultType":"`+kind+`","result":[`+res+`]}}`)
+	})
 }
