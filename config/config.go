@@ -25,6 +25,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/vramtop/vramtop/internal/inert"
+
 	"github.com/vramtop/vramtop/units"
 )
 
@@ -133,7 +135,7 @@ func Load(getenv func(string) string) (Settings, error) {
 		}
 	}
 	for _, k := range Keys() {
-		v := getenv(k.Env)
+		v := inert.String(getenv(k.Env))
 		if k.Name == "color" && v == "" && getenv("NO_COLOR") != "" {
 			s.Values[k.Name] = Value{Key: k.Name, Value: "never", From: FromEnv, Origin: "NO_COLOR"}
 			continue
@@ -223,7 +225,7 @@ func (s *Settings) parseFile(path string, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: %v", at, name, err)
 		}
-		s.Values[name] = Value{Key: name, Value: v, From: FromFile, Origin: at}
+		s.Values[name] = Value{Key: name, Value: inert.String(v), From: FromFile, Origin: at}
 	}
 	return nil
 }
@@ -257,8 +259,11 @@ func keyLine(data []byte, key string) int {
 	return 1
 }
 
+// oneLine is the first line of a TOML error, made inert: it may quote the
+// file.
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s = inert.String(s)
 	return strings.TrimPrefix(s, "toml: ")
 }
 

@@ -166,3 +166,15 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// A bad value from the environment is printed in the error: made inert as
+// it is read.
+func TestValuesAreInert(t *testing.T) {
+	for k, v := range map[string]string{"VRAMTOP_LISTEN": "127.0.0.1:9400\x1b]2;x\a", "VRAMTOP_WARN": "8\x1b[2J0"} {
+		env := map[string]string{"HOME": t.TempDir(), k: v}
+		_, err := Load(func(k string) string { return env[k] })
+		if err == nil || strings.ContainsAny(err.Error(), "\x1b\a") {
+			t.Errorf("%s=%q: error %q, want one without the escape", k, v, err)
+		}
+	}
+}
