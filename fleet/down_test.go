@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -434,4 +439,84 @@ func TestFleetHistoryFitsTheFleet(t *testing.T) {
 	if got := steps(); len(got) != 2 || got[0] != "6" || got[1] != "6" {
 		t.Errorf("range queries with steps %v, want both at 6 s", got)
 	}
+}
+
+// TestServeHugeAnswers serves, for bench/fleet-memory.sh, a Prometheus
+// whose every answer is $VRAMTOP_FLEET_HUGE_MIB MiB, on loopback, writing
+// its URL to $VRAMTOP_FLEET_HUGE_URL_FILE, until it is killed or 5 minutes
+// pass; skipped without them.
+func TestServeHugeAnswers(t *testing.T) {
+	urlFile, mibS := os.Getenv("VRAMTOP_FLEET_HUGE_URL_FILE"), os.Getenv("VRAMTOP_FLEET_HUGE_MIB")
+	if urlFile == "" || mibS == "" {
+		t.Skip("VRAMTOP_FLEET_HUGE_URL_FILE or VRAMTOP_FLEET_HUGE_MIB not set")
+	}
+	mib, err := strconv.Atoi(mibS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		hugeAnswer(w, "vector", mib)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	if err := os.WriteFile(urlFile, []byte("http://"+ln.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Minute)
+}
+
+// TestOversizeAnswersTogetherBounded: the five queries of a round, each
+// answered with 80 MiB, fail as too large, one line each, holding together
+// far less than five answers' worth of heap at any moment (before: each
+// grew a 128 MiB buffer, and the live view kept them).
+func TestOversizeAnswersTogetherBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		hugeAnswer(w, "vector", 80)
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = c.Query(context.Background(), "up") })
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	for i, err := range errs {
+		if !errors.Is(err, ErrAnswerTooLarge) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("query %d: %v, want one line saying the answer is too large", i, err)
+		}
+	}
+	if p := peak.Load(); p > 256<<20 {
+		t.Errorf("the heap held %d MiB while five answers were refused, want at most 256", p>>20)
+	}
+	t.Logf("peak heap %d MiB", peak.Load()>>20)
 }

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -112,11 +114,27 @@ func (c *Client) ask(ctx context.Context, endpoint string, args url.Values, want
 	buf := bodies.Get().(*[]byte)
 	defer bodies.Put(buf)
 	form := args.Encode()
-	code, body, err := c.do(ctx, http.MethodPost, endpoint, form, *buf)
+	var held int64
+	defer func() { answersHeld.Add(-held) }()
+	code, body, err := c.do(ctx, http.MethodPost, endpoint, form, *buf, &held)
 	if err == nil && (code == http.StatusForbidden || code == http.StatusMethodNotAllowed || code == http.StatusNotImplemented) {
-		code, body, err = c.do(ctx, http.MethodGet, endpoint+"?"+form, "", body)
+		code, body, err = c.do(ctx, http.MethodGet, endpoint+"?"+form, "", body, &held)
 	}
-	*buf = body[:0]
+	// A big buffer is not kept for the next answer: the memory of one
+	// large answer goes back once it is decoded.
+	if cap(body) <= keepBuffer {
+		*buf = body[:0]
+	} else {
+		*buf = nil
+	}
+	if errors.Is(err, ErrAnswerTooLarge) {
+		// What was read of it is garbage now, as much as the budget:
+		// given back at once, not when the heap next doubles.
+		body = nil
+		answersHeld.Add(-held)
+		held = 0
+		debug.FreeOSMemory()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return answer{}, ctx.Err()
@@ -145,8 +163,9 @@ func (c *Client) ask(ctx context.Context, endpoint string, args url.Values, want
 	return a, nil
 }
 
-// do sends one request and reads the answer into buf.
-func (c *Client) do(ctx context.Context, method, target, form string, buf []byte) (int, []byte, error) {
+// do sends one request and reads the answer into buf; held counts the
+// bytes of answersHeld that buf was grown by.
+func (c *Client) do(ctx context.Context, method, target, form string, buf []byte, held *int64) (int, []byte, error) {
 	var rd io.Reader
 	if form != "" {
 		rd = strings.NewReader(form)
@@ -165,20 +184,63 @@ func (c *Client) do(ctx context.Context, method, target, form string, buf []byte
 		return 0, buf, err
 	}
 	defer resp.Body.Close()
-	b, err := readAll(resp.Body, buf[:0], resp.ContentLength)
+	if resp.ContentLength > MaxAnswerBytes {
+		return 0, buf, ErrAnswerTooLarge
+	}
+	b, err := readAll(resp.Body, buf[:0], resp.ContentLength, held)
 	return resp.StatusCode, b, err
+}
+
+// keepBuffer is the largest answer buffer kept for the next answer.
+const keepBuffer = 1 << 20
+
+// answersBudget bounds the buffers of all the answers being read at once
+// (a round asks five queries together): past it, the answer that would
+// grow its buffer fails as too large. answersHeld is what they hold.
+const answersBudget = MaxAnswerBytes + 64<<10
+
+var answersHeld atomic.Int64
+
+// budgetError is an answer refused for answersBudget.
+type budgetError struct{}
+
+func (budgetError) Error() string {
+	return fmt.Sprintf("answers larger than %d MiB together", answersBudget>>20)
+}
+
+func (budgetError) Is(target error) bool { return target == ErrAnswerTooLarge }
+
+// grow makes room in b for at least more bytes, never past what the
+// limit of an answer needs, charging the new room to answersHeld (held).
+func grow(b []byte, more int, held *int64) ([]byte, error) {
+	n := min(max(cap(b)+more, len(b)+more), MaxAnswerBytes+4<<10)
+	if n <= cap(b) {
+		return b, nil
+	}
+	need := int64(n) - int64(cap(b))
+	if answersHeld.Add(need) > answersBudget {
+		answersHeld.Add(-need)
+		return b, budgetError{}
+	}
+	*held += need
+	return slices.Grow(b, n-len(b)), nil
 }
 
 // readAll appends what r reads to b until the end. b grows only when it
 // is full, to twice its size (bytes.Buffer grows a buffer that has room
 // for all but its last 512 bytes, so a reused buffer would grow on every
 // answer); size, when known, is the room needed.
-func readAll(r io.Reader, b []byte, size int64) ([]byte, error) {
-	if size > 0 && size < MaxAnswerBytes {
-		b = slices.Grow(b, int(size)+1)
+func readAll(r io.Reader, b []byte, size int64, held *int64) ([]byte, error) {
+	var err error
+	if size > 0 && size < MaxAnswerBytes && cap(b)-len(b) < int(size)+1 {
+		if b, err = grow(b, int(size)+1, held); err != nil {
+			return b, err
+		}
 	}
 	if cap(b)-len(b) < 4<<10 {
-		b = slices.Grow(b, 64<<10)
+		if b, err = grow(b, 64<<10, held); err != nil {
+			return b, err
+		}
 	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
@@ -190,7 +252,9 @@ func readAll(r io.Reader, b []byte, size int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = slices.Grow(b, len(b))
+			if b, err = grow(b, len(b), held); err != nil {
+				return b, err
+			}
 		}
 	}
 }
@@ -256,7 +320,9 @@ var errExporter = errors.New("exporter, not Prometheus")
 // does (a text exposition: "# HELP", "# TYPE").
 func (c *Client) isExporter(ctx context.Context) bool {
 	buf := make([]byte, 0, 4<<10)
-	code, body, err := c.do(ctx, http.MethodGet, c.base.JoinPath("metrics").String(), "", buf)
+	var held int64
+	defer func() { answersHeld.Add(-held) }()
+	code, body, err := c.do(ctx, http.MethodGet, c.base.JoinPath("metrics").String(), "", buf, &held)
 	return err == nil && code == http.StatusOK && (bytes.Contains(body, []byte("# TYPE ")) || bytes.Contains(body, []byte("# HELP ")))
 }
 
