@@ -147,12 +147,33 @@ func applyColor(cfg config.Settings) {
 	}
 	switch v.Value {
 	case "never":
+		if os.Getenv("NO_COLOR") == "" {
+			// Set for the libraries, not by the user: vramtop config
+			// names the file, not NO_COLOR.
+			noColorOurs = true
+		}
 		os.Setenv("NO_COLOR", "1")
 	case "always":
 		os.Unsetenv("NO_COLOR")
 		os.Setenv("CLICOLOR_FORCE", "1")
 	}
 }
+
+// noColorOurs is true when applyColor set NO_COLOR for color = "never".
+var noColorOurs bool
+
+// userEnv is os.Getenv without what vramtop set itself (NO_COLOR for a
+// color setting): the environment the user gave.
+func userEnv(k string) string {
+	if k == "NO_COLOR" && noColorOurs {
+		return ""
+	}
+	return os.Getenv(k)
+}
+
+// settingsInEffect are the settings dispatch loaded, for messages that
+// name where a value came from.
+var settingsInEffect config.Settings
 
 // isDemoValue reports whether s is a value --demo takes as a separate
 // argument.
@@ -258,11 +279,13 @@ func (u usageError) Unwrap() error { return u.error }
 // dispatch runs the command args name (the live view when none) and
 // returns its exit status: 2 with one line on stderr for bad usage.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	noColorOurs = false
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop: %v\n", err)
 		return exitUsage
 	}
+	settingsInEffect = cfg
 	args = joinDemo(args)
 	var raw []string
 	code := 0

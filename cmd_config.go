@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -38,12 +37,12 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return 0
 	}
-	cfg, err := config.Load(os.Getenv)
+	cfg, err := config.Load(userEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop config: %v\n", err)
 		return exitUsage
 	}
-	path, _ := config.Path(os.Getenv)
+	path, _ := config.Path(userEnv)
 	for _, k := range config.Keys() {
 		if f := fs.Lookup(k.Name); f.Changed {
 			if err := config.Check(k.Name, f.Value.String()); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/charmbracelet/x/term"
 	"io"
 	"os"
 	"slices"
@@ -155,6 +156,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 				fmt.Fprintf(stderr, "vramtop explain: %s is larger than %s; reading its last %s (line numbers count from there)\n", name, advisor.FormatBytes(uint64(explainMaxLog)), advisor.FormatBytes(uint64(explainMaxLog)))
 			}
 		}
+	}
+	if f, ok := in.(*os.File); ok && name == "-" && term.IsTerminal(f.Fd()) {
+		// A terminal: say what is awaited, as cat's users expect to know.
+		fmt.Fprintln(stderr, "vramtop explain: reading the log from standard input: paste it, then press Ctrl-D on a line of its own (or name a file: vramtop explain train.log)")
 	}
 	// Read and search in the background: a read from a terminal or a pipe
 	// that stays open blocks, and SIGINT/SIGTERM (ctx) must still end the

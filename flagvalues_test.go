@@ -171,3 +171,30 @@ func TestCompletionsAndSchemas(t *testing.T) {
 		t.Error("the man page names no schema")
 	}
 }
+
+// vramtop config names the file as the source of color = "never", and a
+// warn above crit from the file names the file and line.
+func TestConfigColorSourceAndRangeError(t *testing.T) {
+	file := writeConfigFile(t, "color = \"never\"\nwarn = 95\ncrit = 90\n")
+	t.Setenv("NO_COLOR", "")
+	os.Unsetenv("NO_COLOR")
+	t.Cleanup(func() { os.Unsetenv("NO_COLOR") })
+	var o, e strings.Builder
+	dispatch(t.Context(), []string{"config"}, &o, &e)
+	if !regexp.MustCompile(`(?m)^color +never +` + regexp.QuoteMeta(file) + `:1$`).MatchString(o.String()) {
+		t.Errorf("color = \"never\" from the file should name the file:\n%s", o.String())
+	}
+	os.Unsetenv("NO_COLOR")
+	o.Reset()
+	e.Reset()
+	code := dispatch(t.Context(), []string{"--demo", "--once"}, &o, &e)
+	if code != exitUsage || !strings.Contains(e.String(), "warn = 95 at "+file+":2") || !strings.Contains(e.String(), "crit = 90 at "+file+":3") {
+		t.Errorf("warn above crit in the file: exit %d, %q; want 2 naming the file's lines", code, e.String())
+	}
+	os.Unsetenv("NO_COLOR")
+	o.Reset()
+	e.Reset()
+	if code := dispatch(t.Context(), []string{"--demo", "--once", "--crit", "99"}, &o, &e); code != 0 {
+		t.Errorf("--crit 99 over the file's crit: exit %d, %q", code, e.String())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vramtop/vramtop/units"
 	"io"
 	"os"
 	"os/signal"
@@ -14,6 +15,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -209,7 +212,20 @@ func (t *thresholdFlags) add(fs *pflag.FlagSet, what string) {
 // the command's name.
 func (t *thresholdFlags) valid(fs *pflag.FlagSet, stderr io.Writer) bool {
 	if err := t.Validate(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		// Name the file and line (or the variable) of a value set there
+		// and not on the command line.
+		var from []string
+		for _, k := range []string{"warn", "crit"} {
+			v, ok := settingsInEffect.Get(k)
+			if f := fs.Lookup(k); ok && f != nil && f.Value.String() == mustPercentText(v.Value) {
+				from = append(from, fmt.Sprintf("%s = %s at %s", k, v.Value, v.Origin))
+			}
+		}
+		if len(from) > 0 {
+			fmt.Fprintf(stderr, "%s: %v; %s\n", fs.Name(), err, strings.Join(from, ", "))
+		} else {
+			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		}
 		return false
 	}
 	// 0.8 is a fraction more likely than 0.8%: say so, and go on.
@@ -223,6 +239,16 @@ func (t *thresholdFlags) valid(fs *pflag.FlagSet, stderr io.Writer) bool {
 		}
 	}
 	return true
+}
+
+// mustPercentText is a percentage setting as its flag prints it ("80%"
+// is 80).
+func mustPercentText(s string) string {
+	v, err := units.ParsePercent(s)
+	if err != nil {
+		return s
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // newFlagSet is the flag set of a command named name ("vramtop serve");

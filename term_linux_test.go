@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,5 +60,28 @@ func TestFullScreenOnlyOnACapableTerminal(t *testing.T) {
 		if got := fullScreenOK(tt.out, tt.term); got != tt.want {
 			t.Errorf("%s: fullScreenOK = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// explain with a terminal for stdin says that it reads it and how to end
+// it; with a pipe it says nothing.
+func TestExplainSaysItReadsTheTerminal(t *testing.T) {
+	pts := openPTY(t)
+	old := explainStdin
+	t.Cleanup(func() { explainStdin = old })
+	explainStdin = pts
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var o, e bytes.Buffer
+	isolateConfig(t)
+	dispatch(ctx, []string{"explain"}, &o, &e)
+	if !strings.Contains(e.String(), "reading the log from standard input") || !strings.Contains(e.String(), "Ctrl-D") {
+		t.Errorf("on a terminal explain should say it reads standard input and how to end it: %q", e.String())
+	}
+	explainStdin = strings.NewReader("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+	e.Reset()
+	dispatch(context.Background(), []string{"explain"}, &o, &e)
+	if strings.Contains(e.String(), "standard input") {
+		t.Errorf("from a pipe explain should not: %q", e.String())
 	}
 }
