@@ -110,8 +110,12 @@ func (r Report) Text(width int) string {
 		ended = fmt.Sprintf("was killed by %s (status %d)", r.Signal, r.ExitCode)
 	}
 	took := time.Duration(r.DurationSeconds * float64(time.Second)).Round(time.Millisecond)
-	fmt.Fprintf(&b, "\n── vramtop run: %s %s after %s ──\n", shortCommand(r.Command, 60), ended, took)
-	if len(r.GPUs) == 0 {
+	fmt.Fprintf(&b, "\n── vramtop run: %s %s after %s ──\n", shortCommand(ShellQuote(r.Command), 60), ended, took)
+	switch {
+	case len(r.GPUs) > 0:
+	case len(r.PIDs) == 0:
+		fmt.Fprintf(&b, "The job held no GPU memory that the driver reported.\n")
+	default:
 		fmt.Fprintf(&b, "The job (%s) held no GPU memory that the driver reported.\n", pidList(r.PIDs))
 	}
 	for _, g := range r.GPUs {
@@ -271,6 +275,21 @@ func shortCommand(argv []string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// ShellQuote is argv as a shell would take it back: an argument with a
+// space or a character the shell reads quoted ('…'), the others as they are.
+func ShellQuote(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if a == "" || strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r))
+		}) >= 0 {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return out
 }
 
 func pidList(pids []int) string {

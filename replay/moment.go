@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/units"
 	"strings"
 	"time"
 )
@@ -29,7 +30,24 @@ func ParseMoment(s string, rec *Recording) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s is outside the recording (%s to %s)", s,
 			start.Format("2006-01-02 15:04:05"), end.In(loc).Format("2006-01-02 15:04:05 MST"))
 	}
+	if s[0] == '+' || s[0] == '-' {
+		// An offset counts in samples, whose times jitter: +3s is the
+		// sample nearest 3 s in, not the one before it (2.99 s in).
+		t = nearestSample(rec, t)
+	}
 	return t, nil
+}
+
+// nearestSample is the time of rec's sample nearest t.
+func nearestSample(rec *Recording, t time.Time) time.Time {
+	i := rec.Index(t)
+	best := rec.Time(i)
+	if i+1 < rec.Len() {
+		if next := rec.Time(i + 1); next.Sub(t) < t.Sub(best) {
+			best = next
+		}
+	}
+	return best
 }
 
 func parseMoment(s string, start, end time.Time, loc *time.Location) (time.Time, error) {
@@ -42,7 +60,7 @@ func parseMoment(s string, start, end time.Time, loc *time.Location) (time.Time,
 		return time.Time{}, fmt.Errorf("empty moment")
 	}
 	if s[0] == '+' || s[0] == '-' {
-		d, err := time.ParseDuration(s[1:])
+		d, err := units.ParseDuration(s[1:])
 		if err != nil || d < 0 {
 			return time.Time{}, fmt.Errorf("%q: an offset is like +1h5m (from the start) or -10m (from the end)", s)
 		}
