@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -390,4 +391,41 @@ func arrived(g holderGPU, snap sampler.Snapshot) bool {
 		return g.Bytes > 0 && d.MemoryUsed >= g.Used+g.Bytes/2
 	}
 	return false
+}
+
+// claimsRefresh is how often the live view reads the claims.
+const claimsRefresh = 2 * time.Second
+
+// watchClaims reads the claims now and every claimsRefresh until ctx
+// ends, and returns what the live view asks of them (ui.Options.Claim):
+// who claimed the GPU of a UUID, or "". Reading is off the drawing path;
+// nil when there is no claims directory.
+func watchClaims(ctx context.Context) func(uuid string) string {
+	s, err := claims.Open(claims.Dir())
+	if err != nil {
+		return nil
+	}
+	var cur atomic.Pointer[map[string]string]
+	read := func() {
+		act, _ := s.Active()
+		m := make(map[string]string, len(act))
+		for uuid, c := range act {
+			m[uuid] = c.Short(advisor.FormatBytes)
+		}
+		cur.Store(&m)
+	}
+	read()
+	go func() {
+		t := time.NewTicker(claimsRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func(uuid string) string { return (*cur.Load())[uuid] }
 }

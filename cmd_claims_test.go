@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -284,5 +285,26 @@ func TestClaimFileMatchesSchema(t *testing.T) {
 	}
 	for _, l := range lines {
 		validate(t, s, "a claim file", []byte(l))
+	}
+}
+
+// The live view learns of a claim from the claims directory.
+func TestLiveViewReadsClaims(t *testing.T) {
+	dir := freshClaims(t)
+	runPickArgs("--demo", "--min-free", "2GiB", "--claim-ttl", "1m")
+	act := activeClaims(t, dir)
+	if len(act) != 1 {
+		t.Fatalf("claims %+v", act)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	claim := watchClaims(ctx)
+	for uuid := range act {
+		if got := claim(uuid); !strings.HasPrefix(got, currentUser()+", 2 GiB, until ") {
+			t.Errorf("the live view says %q of the claimed GPU", got)
+		}
+	}
+	if got := claim("GPU-unclaimed"); got != "" {
+		t.Errorf("an unclaimed GPU: %q", got)
 	}
 }

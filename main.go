@@ -364,6 +364,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		SetInterval: s.SetInterval,
 		Version:     version,
 		User:        me,
+		Claim:       watchClaims(ctx),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop: %v\n", err)

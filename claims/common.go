@@ -119,3 +119,19 @@ func (c Claim) Describe(size func(uint64) string) string {
 	}
 	return who
 }
+
+// Short is c in fewer words, for a GPU's panel: "alice, 40 GiB, until
+// 14:02:05".
+func (c Claim) Short(size func(uint64) string) string {
+	who := c.User
+	if who == "" {
+		who = "someone"
+	}
+	if c.Bytes > 0 {
+		who += ", " + size(c.Bytes)
+	}
+	if !c.Until.IsZero() {
+		who += ", until " + c.Until.Local().Format("15:04:05")
+	}
+	return who
+}

@@ -33,10 +33,11 @@ type gpuPane struct {
 	focused bool
 	compact bool
 	panelH  int
-	graphH  int       // lines of the selected GPU's graph under the compact list
-	sev     sevIndex  // the advisor's severity of each device
-	notify  *notifier // what is watched (w); nil without --notify
-	colHead bool      // the compact list has its column header line
+	graphH  int                      // lines of the selected GPU's graph under the compact list
+	sev     sevIndex                 // the advisor's severity of each device
+	notify  *notifier                // what is watched (w); nil without --notify
+	claim   func(uuid string) string // who claimed a GPU (Options.Claim); nil: no claims
+	colHead bool                     // the compact list has its column header line
 	span    time.Duration
 
 	snap     sampler.Snapshot
@@ -252,6 +253,22 @@ func (g gpuPane) watchMark(d sampler.Device) string {
 	return ""
 }
 
+// claimOf says who claimed d ("" when nobody did).
+func (g gpuPane) claimOf(d sampler.Device) string {
+	if g.claim == nil || d.UUID == "" {
+		return ""
+	}
+	return g.claim(d.UUID)
+}
+
+// claimMark marks a GPU someone claimed with vramtop pick or wait.
+func (g gpuPane) claimMark(d sampler.Device) string {
+	if g.claimOf(d) != "" {
+		return "⚑ "
+	}
+	return ""
+}
+
 // sevTag names the advisor's severity of the device in words, so it reads
 // without colour.
 func (g gpuPane) sevTag(d sampler.Device) string {
@@ -278,7 +295,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	leftW := clamp(g.width*2/5, textBlockMin, 56)
 	rightW := g.width - leftW - 2
 	sev := g.sev.of(d).Severity
-	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.watchMark(d) + g.name(d)
+	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.watchMark(d) + g.claimMark(d) + g.name(d)
 	if tag := g.sevTag(d); tag != "" {
 		title += " " + tag
 	}
@@ -308,6 +325,17 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	if why != "" {
 		// Too long for the title: a line of its own, under it.
 		lines = []string{title, "  " + why, bar, mem, info}
+	}
+	if c := g.claimOf(d); c != "" {
+		claimed := g.st.Warning.Render("claimed by " + c)
+		if cellWidth(title)+1+cellWidth(claimed) <= leftW {
+			title += " " + claimed
+			lines[0] = title
+		} else if g.panelH > len(lines) {
+			lines = append(lines, "  "+claimed)
+		} else {
+			lines[len(lines)-1] = "  " + claimed // in place of util and temperature
+		}
 	}
 	if g.panelH > len(lines) {
 		lines = append(lines, g.st.Dim.Render("  free "+fmtBytes(d.MemoryFree)+" · peak "+fmtBytes(d.PeakUsed)))
@@ -420,7 +448,7 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	if d.MIG != nil && d.MIG.Profile != "" {
 		name = "MIG " + d.MIG.Profile
 	}
-	mark := g.watchMark(d)
+	mark := g.watchMark(d) + g.claimMark(d)
 	name = mark + elideName(name, nameW-cellWidth(mark))
 	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
 		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag

@@ -158,6 +158,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		alertv:   newAlertsScreen(),
 	}
 	m.procs = newProcPane(&m.out)
+	m.gpus.claim = opts.Claim
 	if opts.Notify {
 		m.notify = envNotifier(opts.Thresholds)
 		m.gpus.notify = m.notify

@@ -37,6 +37,11 @@ type Options struct {
 	// Title replaces "vramtop" at the left of the header ("vramtop replay
 	// run.jsonl.gz", "vramtop fleet").
 	Title string
+	// Claim says who claimed the GPU of this UUID with vramtop pick or
+	// wait, in a few words ("alice, 40 GiB, until 14:02:05"),
+	// or "" when nobody did; nil where claims do not apply (replay,
+	// fleet). It is called while drawing and must return at once.
+	Claim func(uuid string) string
 }
 
 // ReplayControl drives a replay. The UI calls it from its own goroutine;

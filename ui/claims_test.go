@@ -1,0 +1,42 @@
+package ui
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// A GPU claimed with vramtop pick or wait is marked, and says by whom, how
+// much and until when, in the panels and in the compact list.
+func TestClaimedGPUIsShown(t *testing.T) {
+	for _, c := range []struct {
+		ngpu, w, h int
+	}{{2, 120, 40}, {2, 70, 40}, {10, 120, 40}} {
+		m, _ := newTestModel(Options{Claim: func(uuid string) string {
+			if uuid == "GPU-one" {
+				return "alice, 40 GiB, until 14:02:05"
+			}
+			return ""
+		}})
+		snap := fakeSnap(t, c.ngpu)
+		snap.Devices = slices.Clone(snap.Devices)
+		for i := range snap.Devices {
+			snap.Devices[i].UUID = "GPU-other"
+		}
+		snap.Devices[1].UUID = "GPU-one"
+		send(m, tea.WindowSizeMsg{Width: c.w, Height: c.h}, snapshotMsg(snap))
+		screen := screenText(m)
+		if strings.Count(screen, "⚑") != 1 {
+			t.Errorf("%d GPUs, %d columns: %d claim marks, want one:\n%s", c.ngpu, c.w, strings.Count(screen, "⚑"), screen)
+		}
+		want := "claimed by alice, 40 GiB, until 14:02:05"
+		if c.w < 100 {
+			want = "claimed by alice, 40 GiB" // the rest cut to the column
+		}
+		if c.ngpu == 2 && !strings.Contains(screen, want) {
+			t.Errorf("%d columns: the panel does not say who claimed GPU 1:\n%s", c.w, screen)
+		}
+	}
+}
