@@ -308,3 +308,21 @@ func TestLiveViewReadsClaims(t *testing.T) {
 		t.Errorf("an unclaimed GPU: %q", got)
 	}
 }
+
+// The claim of $(vramtop pick) ends by itself after --claim-ttl.
+func TestClaimEndsAfterItsTTL(t *testing.T) {
+	dir := freshClaims(t)
+	if _, errOut, code := runPickArgs("--demo", "--claim-ttl", "500ms"); code != 0 {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	if act := activeClaims(t, dir); len(act) != 1 {
+		t.Fatalf("claims right after the pick: %+v", act)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(activeClaims(t, dir)) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if act := activeClaims(t, dir); len(act) != 0 {
+		t.Errorf("claims 10 s after a 500 ms TTL: %+v", act)
+	}
+}
