@@ -389,12 +389,24 @@ func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
 	return err
 }
 
-// writeSnapshot prints snap as --once does: a table, or the JSON document.
+// writeSnapshot prints snap as --once does: a table, or the JSON document,
+// each with the alerts in force (the advisor's rules over snap, and those a
+// fleet's hosts report).
 func writeSnapshot(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, snap)
+		alerts := advisor.NewMonitor(advisor.Config{Thresholds: th}).Observe(snap)
+		if alerts == nil {
+			alerts = []advisor.Alert{}
+		}
+		return writeJSON(w, onceDoc{Snapshot: snap, Alerts: alerts})
 	}
 	return ui.WriteTable(w, snap, th)
+}
+
+// onceDoc is the --once --json document: the snapshot and its alerts.
+type onceDoc struct {
+	sampler.Snapshot
+	Alerts []advisor.Alert `json:"alerts"`
 }
 
 // currentUser is the name of the user running vramtop ("" when unknown).

@@ -175,3 +175,48 @@ func TestOnceJSONDemo(t *testing.T) {
 		t.Error("an unavailable value leaked as 2^64-1")
 	}
 }
+
+// --once and --once --json carry the alerts in force, with their rule,
+// severity, device, process and message: the demo's GPU 0 is over the
+// warning line, and both outputs say so.
+func TestOnceCarriesAlerts(t *testing.T) {
+	stdout, stderr, code := vramtop(t, "--demo", "--once", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Alerts []struct {
+			Rule     string `json:"rule"`
+			Severity string `json:"severity"`
+			Device   string `json:"device_id"`
+			PID      uint32 `json:"pid"`
+			Message  string `json:"message"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	var threshold string
+	for _, a := range doc.Alerts {
+		if a.Rule == "threshold" && a.Device == "0" && a.Severity == "warn" {
+			threshold = a.Message
+		}
+	}
+	if threshold == "" {
+		t.Fatalf("no threshold warning on GPU 0 in the JSON's alerts: %+v", doc.Alerts)
+	}
+	table, stderr, code := vramtop(t, "--demo", "--once")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	found := false
+	for _, l := range strings.Split(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 3 && f[0] == "WARN" && f[1] == "threshold" && f[2] == "0" && strings.Contains(l, "GPU 0 at ") {
+			found = true
+		}
+	}
+	if !strings.Contains(table, "SEVERITY") || !found {
+		t.Errorf("the --once table has no line for GPU 0's threshold warning (%q):\n%s", threshold, table)
+	}
+}

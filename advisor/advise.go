@@ -330,8 +330,10 @@ func (a *adviser) preallocation() []Advice {
 		default:
 			continue
 		}
+		// Advice that no rule fires for carries no severity of its own:
+		// every WARN on a screen is in the alerts list.
 		if a.cfg.User != "" && p.User != a.cfg.User || liveProcesses(a.d) > 1 {
-			adv.Severity = Warn // it shares the card
+			adv.Title += "; it shares the card"
 		}
 		out = append(out, adv)
 	}

@@ -105,10 +105,26 @@ func TestAdviseTensorFlowGrabAll(t *testing.T) {
 	s := synSnap(synDev("0", synTotal, 98*oneGiB, tf, mine))
 	as := Advise(s, Target{DeviceID: "0"}, Config{User: "alice"})
 	pre := adviceOf(as, RulePreallocation)
-	if pre == nil || pre.PID != 5150 || pre.Severity != Warn {
+	if pre == nil || pre.PID != 5150 || pre.Severity != Info {
 		t.Fatalf("preallocation advice %+v in %+v", pre, as)
 	}
-	mustContain(t, "title", pre.Title, "PID 5150 (bob", "95% of the card", "TensorFlow takes nearly all memory up front")
+	mustContain(t, "title", pre.Title, "PID 5150 (bob", "95% of the card", "TensorFlow takes nearly all memory up front", "it shares the card")
+	// Every severity above info that the advice shows is an alert's.
+	alerts := NewMonitor(Config{User: "alice"}).Observe(s)
+	for _, t0 := range []Target{{DeviceID: "0"}, {DeviceID: "0", PID: 5150}, {DeviceID: "0", PID: 6000}} {
+		for _, a := range Advise(s, t0, Config{User: "alice"}) {
+			if a.Severity <= Info {
+				continue
+			}
+			found := false
+			for _, al := range alerts {
+				found = found || al.Rule == a.Rule && al.Severity == a.Severity && al.DeviceID == "0" && (a.PID == 0 || al.PID == a.PID)
+			}
+			if !found {
+				t.Errorf("advice %q (%s, %s) has a severity no alert has: alerts %+v", a.Title, a.Rule, a.Severity, alerts)
+			}
+		}
+	}
 	if g := remedyNamed(pre.Remedies, "TensorFlow memory growth"); g == nil || !strings.Contains(g.How, "set_memory_growth") {
 		t.Errorf("no memory growth remedy: %+v", pre.Remedies)
 	}

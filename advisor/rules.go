@@ -93,11 +93,56 @@ func evaluate(snap *sampler.Snapshot, cfg Config, st ruleState, out []finding, o
 			}
 		}
 	}
+	out = addReported(out, snap, only)
 	for k := range out {
 		out[k].Since = now
 	}
 	sortFindings(out)
 	return out, levels
+}
+
+// addReported adds the alerts the source reports (a fleet host's own
+// vramtop_alert series) to the findings: one that a rule here finds too
+// keeps the more severe of the two, so that the host's alerts show from
+// the first snapshot, before the history the rules need is read, and the
+// rules here may add to them, never hide them.
+func addReported(out []finding, snap *sampler.Snapshot, only int) []finding {
+	for _, r := range snap.ReportedAlerts {
+		var sev Severity
+		if sev.UnmarshalText([]byte(r.Severity)) != nil {
+			continue
+		}
+		di := -1
+		for i := range snap.Devices {
+			if snap.Devices[i].ID == r.DeviceID {
+				di = i
+				break
+			}
+		}
+		if di < 0 || only >= 0 && di != only {
+			continue
+		}
+		pj := -1
+		if r.PID != 0 {
+			for j, p := range snap.Devices[di].Processes {
+				if p.PID == r.PID && !p.Exited {
+					pj = j
+					break
+				}
+			}
+		}
+		dup := false
+		for k := range out {
+			if f := &out[k]; f.Rule == r.Rule && f.DeviceID == r.DeviceID && f.PID == r.PID {
+				f.Severity = max(f.Severity, sev)
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, finding{Alert: Alert{Rule: r.Rule, Severity: sev, DeviceID: r.DeviceID, PID: r.PID, Message: r.Message}, dev: di, proc: pj, freer: -1})
+		}
+	}
+	return out
 }
 
 // usable is false for devices the rules skip: MIG parents (their memory

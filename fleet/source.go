@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/exporter"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -49,6 +50,10 @@ const (
 	// QueryTargetsDown are the scrape targets Prometheus could not scrape
 	// last time.
 	QueryTargetsDown = `up == 0`
+	// QueryAlerts are the alerts each host's vramtop says are in force:
+	// the fleet shows them from its first answer, before the history its
+	// own rules need has been read.
+	QueryAlerts = `max by (hostname, Hostname, gpu, GPU_I_ID, rule, severity, pid) (vramtop_alert == 1)`
 )
 
 // DownLookback is how far back the last values of a host whose exporter is
@@ -151,6 +156,8 @@ type fleetState struct {
 	procs []procData
 	// omitted are, by device ID, the processes the exporters left out.
 	omitted map[string]omittedProcs
+	// alerts are those the hosts' exporters report in force.
+	alerts []sampler.ReportedAlert
 }
 
 type devData struct {
@@ -420,6 +427,45 @@ func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []e
 	return buf, nil
 }
 
+// ReportedAlerts are the alerts the hosts' own exporters report in force
+// in the last answer (sampler.AlertReporter).
+func (s *Source) ReportedAlerts() []sampler.ReportedAlert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		return nil
+	}
+	return s.state.alerts
+}
+
+// alertsOf turns the vramtop_alert series into alerts of the devices they
+// name. Only the advisor's rule names and severities are taken: the labels
+// come from any host Prometheus scrapes.
+func alertsOf(smps []Sample, devs map[key]*building) []sampler.ReportedAlert {
+	var out []sampler.ReportedAlert
+	for _, smp := range smps {
+		b := devs[keyOf(smp.Metric)]
+		rule, sev := smp.Metric.Get("rule"), smp.Metric.Get("severity")
+		if b == nil || !slices.Contains(advisor.Rules, rule) || sev != "info" && sev != "warn" && sev != "crit" {
+			continue
+		}
+		a := sampler.ReportedAlert{Rule: rule, Severity: sev, DeviceID: b.info.ID}
+		if p := smp.Metric.Get("pid"); p != "" {
+			pid, err := strconv.ParseUint(p, 10, 32)
+			if err != nil {
+				continue
+			}
+			a.PID = uint32(pid)
+		}
+		a.Message = b.info.Hostname + "'s vramtop reports " + rule + " (" + sev + ") on GPU " + b.info.ID[len(b.info.Hostname)+1:]
+		if a.PID != 0 {
+			a.Message += ", PID " + strconv.FormatUint(uint64(a.PID), 10)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // ReadProcessUtilization has nothing to read: vramtop does not export
 // per-process utilization.
 func (s *Source) ReadProcessUtilization(time.Time, map[sampler.UtilKey]float64) error { return nil }
@@ -459,7 +505,7 @@ func (s *Source) refresh() (*fleetState, error) {
 	defer cancel()
 	round := s.rounds
 	s.rounds++
-	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, ""}
+	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, "", QueryAlerts}
 	if round == 0 || round-s.identRound >= identityEvery {
 		queries[4] = QueryDevices
 	}
@@ -506,6 +552,7 @@ func (s *Source) refresh() (*fleetState, error) {
 		st.devs = append(st.devs, d)
 	}
 	st.procs, st.omitted = procsOf(results[1], devs)
+	st.alerts = alertsOf(results[5], devs)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -514,5 +515,38 @@ func TestFleetTotalNaN(t *testing.T) {
 	snap, _ := next(src, s, clk)
 	if d, _ := snap.Device("hostA:0"); d.MemoryTotal != 80*gib {
 		t.Errorf("hostA:0 total %d, want used + free + reserved = 80 GiB", d.MemoryTotal)
+	}
+}
+
+// The alerts each host's vramtop exports are in force from the fleet's first
+// snapshot (before it has read the history its own rules need), on the
+// device and process they name; labels that are no rule or severity of
+// vramtop's are not taken.
+func TestFleetShowsHostAlertsAtOnce(t *testing.T) {
+	fp := newFakeProm()
+	fp.fleet(20 * gib)
+	fp.set(QueryAlerts,
+		fakeSeries{lbl("vramtop_alert", "hostname", "hostA", "gpu", "0", "rule", "threshold", "severity", "warn"), 1},
+		fakeSeries{lbl("vramtop_alert", "hostname", "hostA", "gpu", "0", "rule", "spike_headroom", "severity", "crit", "pid", "4242"), 1},
+		fakeSeries{lbl("vramtop_alert", "hostname", "hostA", "gpu", "0", "rule", "\x1b]52;c;x\a", "severity", "warn"), 1},
+		fakeSeries{lbl("vramtop_alert", "hostname", "hostA", "gpu", "0", "rule", "threshold", "severity", "panic"), 1},
+	)
+	srv := httptest.NewServer(fp)
+	t.Cleanup(srv.Close)
+	_, s, clk := newFleet(t, srv.URL, 0)
+	snap, _ := s.Tick(clk.now())
+	alerts := advisor.NewMonitor(advisor.Config{}).Observe(snap)
+	var got []string
+	for _, a := range alerts {
+		if a.Severity > advisor.Info {
+			got = append(got, fmt.Sprintf("%s %s %s %d", a.Rule, a.Severity, a.DeviceID, a.PID))
+		}
+	}
+	want := []string{"spike_headroom crit hostA:0 4242", "threshold warn hostA:0 0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("alerts of the first fleet snapshot %q, want %q (hostA:0 is at 25%%: only its host's rules say so)", got, want)
+	}
+	if sev := advisor.DeviceSeverities(alerts)["hostA:0"].Severity; sev != advisor.Warn {
+		t.Errorf("hostA:0's severity %v, want warn: the row, the bar and the banner take it from the alerts", sev)
 	}
 }

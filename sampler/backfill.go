@@ -37,3 +37,11 @@ type Omitter interface {
 type ListTimer interface {
 	ListedAt(dev int) time.Time
 }
+
+// An AlertReporter is a Source that knows alerts in force from elsewhere
+// (the fleet source: the vramtop_alert series each host exports). Each
+// snapshot carries what ReportedAlerts returns (Snapshot.ReportedAlerts);
+// the slice is not written after it is returned.
+type AlertReporter interface {
+	ReportedAlerts() []ReportedAlert
+}

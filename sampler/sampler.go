@@ -839,6 +839,9 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 		snap.Hostname, _ = os.Hostname()
 	}
 	snap.Warnings = append(snap.Warnings, s.info.Warnings...)
+	if ar, ok := s.src.(AlertReporter); ok {
+		snap.ReportedAlerts = ar.ReportedAlerts()
+	}
 	if s.panicNote != "" {
 		snap.Warnings = append(snap.Warnings, s.panicNote)
 		s.panicNote = ""

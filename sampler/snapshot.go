@@ -44,6 +44,19 @@ type Snapshot struct {
 	// memory, no processes and no Unattributed yet. The next snapshot, at
 	// once, has them.
 	ProcessesPending bool `json:"-"`
+	// ReportedAlerts are the alerts the source says are in force (a
+	// fleet host's own vramtop_alert series); the advisor adds them to
+	// its own, so that they show from the first snapshot.
+	ReportedAlerts []ReportedAlert `json:"-"`
+}
+
+// ReportedAlert is an alert a source reports (AlertReporter).
+type ReportedAlert struct {
+	Rule     string
+	Severity string // "info", "warn" or "crit"
+	DeviceID string
+	PID      uint32 // 0 for the device
+	Message  string
 }
 
 // Device is one GPU, or one MIG instance of a GPU. Optional values are nil

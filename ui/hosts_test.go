@@ -24,7 +24,8 @@ func fleetSnap(t *testing.T) sampler.Snapshot {
 }
 
 // processLines returns the lines of a table or screen that follow its
-// process header (the line starting with GPU and holding PID).
+// process header (the line starting with GPU and holding PID), up to the
+// alerts' header.
 func processLines(s string) []string {
 	var out []string
 	in := false
@@ -33,6 +34,8 @@ func processLines(s string) []string {
 		switch {
 		case len(f) > 1 && strings.HasPrefix(f[0], "GPU") && strings.HasPrefix(f[1], "PID"):
 			in = true
+		case len(f) > 1 && f[0] == "SEVERITY" && f[1] == "RULE":
+			in = false
 		case in && strings.TrimSpace(l) != "":
 			out = append(out, l)
 		}

@@ -1561,3 +1561,34 @@ func TestOldProcessListMarked(t *testing.T) {
 	check("screen", screenText(m))
 	check("--once", ansi.Strip(renderTable(m.st, snap, DefaultThresholdsForTest())))
 }
+
+// An alert the source reports (a fleet host's own vramtop_alert) shows on
+// the first frame: the GPU's tag and the alerts screen, though the rules
+// here would not fire yet.
+func TestReportedAlertOnFirstFrame(t *testing.T) {
+	snap := fakeSnap(t, 4)
+	snap.Devices = slices.Clone(snap.Devices)
+	id := snap.Devices[3].ID
+	if pct := snap.Devices[3].UsedPercent(); pct >= 80 {
+		t.Fatalf("GPU 3 at %.0f%%: the test needs one below the warning line", pct)
+	}
+	snap.ReportedAlerts = []sampler.ReportedAlert{{Rule: "threshold", Severity: "warn", DeviceID: id, Message: "node's vramtop reports threshold (warn) on GPU 3"}}
+	m, _ := newTestModel(Options{})
+	// The advisor's own monitor, as the live view runs it.
+	mon := advisor.NewMonitor(advisor.Config{})
+	m.observe = mon.Observe
+	send(m, tea.WindowSizeMsg{Width: 160, Height: 50}, snapshotMsg(snap))
+	found := false
+	for _, l := range strings.Split(screenText(m), "\n") {
+		if strings.Contains(l, "GPU 3") && strings.Contains(l, "WARN") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("GPU 3 has no WARN on the first frame:\n%s", screenText(m))
+	}
+	keys(m, "a")
+	if s := screenText(m); !strings.Contains(s, "reports threshold (warn) on GPU 3") {
+		t.Errorf("the alerts screen lacks the reported alert:\n%s", s)
+	}
+}

@@ -60,7 +60,8 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	}
 	var devStyle []func(string) string
 	// The advisor's severity, as on the live view's rows.
-	sevs := newSevIndex(advisor.NewMonitor(advisor.Config{Thresholds: th}).Observe(snap))
+	alerts := advisor.NewMonitor(advisor.Config{Thresholds: th}).Observe(snap)
+	sevs := newSevIndex(alerts)
 	for _, d := range snap.Devices {
 		pct := fmtPct(d.UsedPercent())
 		if d.MemoryTotal == 0 {
@@ -113,6 +114,26 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 		b.WriteString("no GPU processes\n")
 	} else {
 		writeAligned(&b, procs, cols.rightAligned(), false, st, procStyle)
+	}
+	// The alerts in force, as the alerts screen lists them.
+	if len(alerts) > 0 {
+		rows := [][]string{{"SEVERITY", "RULE", "GPU", "PID", "MESSAGE"}}
+		var styles []func(string) string
+		for _, a := range alerts {
+			pid := ""
+			if a.PID != 0 {
+				pid = strconv.FormatUint(uint64(a.PID), 10)
+			}
+			gpu := a.DeviceID
+			if d, ok := snap.Device(a.DeviceID); ok {
+				gpu = procDeviceLabel(d, fleet)
+			}
+			rows = append(rows, []string{strings.ToUpper(a.Severity.String()), a.Rule, gpu, pid, a.Message})
+			sev := a.Severity
+			styles = append(styles, func(s string) string { return st.Severity(sev).Render(s) })
+		}
+		b.WriteString("\n")
+		writeAligned(&b, rows, map[int]bool{3: true}, false, st, styles)
 	}
 	return b.String()
 }
