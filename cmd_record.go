@@ -90,7 +90,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	n := 0
 	mon := advisor.NewMonitor(advisor.Config{Thresholds: th.Thresholds, User: currentUser()})
 	hookCtx, stopHook := context.WithCancel(ctx)
-	hook, hookDone := startAlertHook(hookCtx, *onAlert, "", "vramtop record", stderr)
+	hook, hookDone := startAlertHook(hookCtx, *onAlert, sf.host, "vramtop record", stderr)
 	err = recorder.Loop(ctx, s, until, nil, func(snap sampler.Snapshot) error {
 		n++
 		if *onAlert != "" {

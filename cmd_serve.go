@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -65,7 +66,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hook, hookDone := startAlertHook(ctx, *onAlert, *hostname, "vramtop serve", stderr)
+	hook, hookDone := startAlertHook(ctx, *onAlert, cmp.Or(*hostname, sf.host), "vramtop serve", stderr)
 	snaps := s.Subscribe()
 	sampled := make(chan error, 1)
 	go func() { sampled <- s.Run(ctx) }()

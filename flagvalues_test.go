@@ -198,3 +198,18 @@ func TestConfigColorSourceAndRangeError(t *testing.T) {
 		t.Errorf("--crit 99 over the file's crit: exit %d, %q", code, e.String())
 	}
 }
+
+// The demo's alerts name its host, demo-node, as its metrics do.
+func TestDemoAlertHostName(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/alerts.jsonl"
+	_, stderr, code := runCLI(t, "record", "--demo", "-q", "-o", dir+"/rec.jsonl", "--duration", "1500ms", "--interval", "100ms",
+		"--warn", "1", "--crit", "2", "--on-alert", "cat >> "+file)
+	b, _ := os.ReadFile(file)
+	if code != 0 || !strings.Contains(string(b), `"hostname":"demo-node"`) {
+		t.Errorf("record --demo --on-alert: exit %d, %s; payload %s", code, stderr, b)
+	}
+	if h, _ := os.Hostname(); h != "demo-node" && strings.Contains(string(b), `"hostname":"`+h+`"`) {
+		t.Errorf("the payload names this machine, %s", h)
+	}
+}

@@ -114,6 +114,9 @@ type sourceFlags struct {
 	demo     demoFlag
 	interval time.Duration
 	history  time.Duration
+	// host is the source's host name where it has its own (the demo's
+	// demo-node); "" for this machine's.
+	host string
 }
 
 func (f *sourceFlags) add(fs *pflag.FlagSet) {
@@ -137,6 +140,7 @@ func (f *sourceFlags) addInterval(fs *pflag.FlagSet) {
 // open returns the source the flags ask for: NVML, or the demo.
 func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 	if f.demo == "on" {
+		f.host = demo.Hostname
 		return newDemo(), nil
 	}
 	src, err := nvmlsource.Open()
@@ -144,9 +148,11 @@ func (f *sourceFlags) open(stderr io.Writer) (sampler.Source, error) {
 		switch {
 		case errors.Is(err, sampler.ErrNoDriver):
 			fmt.Fprintln(stderr, "vramtop: no NVIDIA driver found; showing the built-in demo")
+			f.host = demo.Hostname
 			return newDemo(), nil
 		case errors.Is(err, nvmlsource.ErrNotBuilt):
 			fmt.Fprintln(stderr, "vramtop: this build has no NVML support; showing the built-in demo")
+			f.host = demo.Hostname
 			return newDemo(), nil
 		}
 	}

@@ -155,6 +155,10 @@ type Demo struct {
 
 // New returns the demo server with five GPUs (seven devices: GPU 3's
 // two MIG instances are devices of their own).
+// Hostname is the demo host's name, on every output (snapshots, metrics,
+// alert payloads).
+const Hostname = "demo-node"
+
 func New(start time.Time) *Demo { return NewGPUs(start, 5) }
 
 // BackfillTo makes Backfill give each device's used memory from the demo's
@@ -531,7 +535,7 @@ func (d *Demo) Info() sampler.SourceInfo {
 	return sampler.SourceInfo{
 		Kind:          "demo",
 		Demo:          true,
-		Hostname:      "demo-node",
+		Hostname:      Hostname,
 		DriverVersion: "580.95.05",
 		NVMLVersion:   "13.580.95.05",
 		CUDAVersion:   "13.0",
