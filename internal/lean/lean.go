@@ -1,14 +1,15 @@
-// Package lean keeps a long-running vramtop small: one processor and a
-// tighter heap goal once start-up is over, and the pages of the executable
-// that only start-up touched given back.
+// Package lean keeps a long-running vramtop small: at most two processors
+// and the collector held back while it starts, then one processor and a
+// tighter heap goal once start-up is over, with start-up's garbage returned
+// to the system.
 //
-// Go runs every linked package's initialisation at start, among them the
-// Prometheus client's and protobuf's, which the live view never uses again;
-// with the kernel mapping each file fault's neighbourhood, that leaves most
-// of the executable resident (13.3 MB of a 19 MB binary, on the demo).
-// Dropping the executable's pages from the process once start-up is over
-// leaves only what the steady state touches again (5.0 MB on the H200 host
-// with 100 processes; the memory table of bench/gpu/watch.py).
+// It no longer drops the executable's pages after start-up: they are clean
+// file pages that the kernel reclaims under pressure anyway, and on an idle
+// H200 (driver 580, a 200x60 pty) the build that dropped them was 3.4 MB
+// smaller than one that did not at 5 s, 2.5 MB at 65 s and 2.9 MB at 545 s
+// (43.5 against 46.4 MB RSS; python3 bench/gpu/rss.py 550 BUILD_WITH
+// BUILD_WITHOUT), under the 3 MB over ten minutes that would have paid for
+// the Linux-only code.
 package lean
 
 import (
@@ -16,18 +17,6 @@ import (
 	"runtime"
 	"runtime/debug"
 )
-
-// ReleaseStartupPages drops the executable's mapped text and read-only data
-// from the process: the pages stay in the page cache, and those the program
-// still uses fault back in on their next use. It does nothing on systems
-// other than Linux.
-func ReleaseStartupPages() {
-	exe, err := os.Executable()
-	if err != nil {
-		return
-	}
-	releaseMappings(exe)
-}
 
 // Watcher sets the Go runtime up for a program that samples and draws a few
 // times a second for weeks, starting with its start-up: at most startProcs
@@ -75,8 +64,7 @@ const gcPercent = 50
 // sampler and the view need no more, and every extra one the scheduler
 // wakes costs a monitor more than its own work), the settled heap goal,
 // unless GOMAXPROCS and GOGC say otherwise; start-up's garbage collected and
-// its memory returned to the system, and the executable's start-up pages
-// released.
+// its memory returned to the system.
 func Settle() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
@@ -85,5 +73,4 @@ func Settle() {
 		debug.SetGCPercent(gcPercent)
 	}
 	debug.FreeOSMemory()
-	ReleaseStartupPages()
 }

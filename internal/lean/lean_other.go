@@ -1,5 +1,0 @@
-//go:build !linux
-
-package lean
-
-func releaseMappings(string) {}
