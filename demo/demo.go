@@ -76,6 +76,12 @@ type demoDev struct {
 	util func(t time.Duration) float64
 	// children are the MIG instances of a MIG parent (indices in devs).
 	children []int
+	// energyBaseMJ is the energy counter at the demo's start (the card has
+	// run a while); energyAt and energyMJ cache the integral of its power
+	// from the start up to the grid point energyAt (see energyCounter).
+	energyBaseMJ uint64
+	energyAt     time.Duration
+	energyMJ     float64
 }
 
 // demoProc is one scripted process. Its memory counts on its device whether
@@ -138,6 +144,10 @@ type addedProc struct {
 //     utilization, no temperature, and processes whose memory the driver
 //     does not report.
 //   - GPUs 5 and up: ranks of a distributed training job.
+//
+// Every GPU with a power reading has a total-energy counter: its power
+// integrated over the story. A process put on a GPU with AddProcess loads
+// it (35% SM utilization), so its power and counter rise while it runs.
 //
 // Only AddProcess and RemoveProcess may be called from another goroutine
 // than the sampler's.
@@ -215,6 +225,8 @@ func demoUUID(seed uint64) string {
 }
 
 func (d *Demo) addDev(dv demoDev) int {
+	// A few hundred kWh since the driver loaded.
+	dv.energyBaseMJ = 900_000_000_000 + mix(dv.seed^0xe6)%300_000_000_000
 	d.devs = append(d.devs, dv)
 	return len(d.devs) - 1
 }
@@ -607,10 +619,10 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			m.Total, m.Reserved, m.HasReserved = total*demoMiB, reserved*demoMiB, true
 			m.Used = d.usedBytes(i, t, now, total-reserved)
 			m.Free = m.Total - m.Reserved - m.Used
-			u := dv.util(t)
+			u := d.devUtil(i, t)
 			m.Util, m.HasUtil = math.Round(u), true
 			m.TempC, m.HasTemp = d.temp(dv, t), true
-			m.PowerW, m.HasPower = d.power(dv, u, t), true
+			m.PowerW, m.HasPower = d.devPower(i, t)
 			// The SM clock boosts under load and drops when idle; the
 			// memory clock stays (H100 SXM 2619 MHz, H200 3201 MHz).
 			m.SMClockMHz, m.HasSMClock = 1980, true
@@ -629,7 +641,7 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			m.Free = m.Total - m.Reserved - m.Used
 			// In MIG mode the device reports no utilization.
 			m.TempC, m.HasTemp = 38+int(4*smoothNoise(dv.seed, t, 20*time.Second)), true
-			m.PowerW, m.HasPower = math.Round(210+25*smoothNoise(dv.seed, t, time.Second)), true
+			m.PowerW, m.HasPower = d.devPower(i, t)
 			m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = 1410, true, 1593, true
 		case kindA100MIGInstance:
 			m.Total, m.HasReserved = a100MIG3g40gb*demoMiB, true
@@ -640,12 +652,71 @@ func (d *Demo) ReadMemory(now time.Time, out []sampler.MemSample) error {
 			m.Total = v100Total * demoMiB
 			m.Used = d.usedBytes(i, t, now, v100Total)
 			m.Free = m.Total - m.Used
-			m.PowerW, m.HasPower = math.Round(165+20*smoothNoise(dv.seed, t, 2*time.Second)), true
+			m.PowerW, m.HasPower = d.devPower(i, t)
 			m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = 1530, true, 877, true
+		}
+		if m.HasPower {
+			m.EnergyMJ, m.HasEnergy = d.energyCounter(i, t), true
 		}
 		out[i] = m
 	}
 	return nil
+}
+
+// addedUtil is the SM utilization of each process put on a demo GPU with
+// AddProcess (the job of vramtop run --demo): it loads the card this much
+// more while it runs.
+const addedUtil = 35
+
+// devUtil is device i's utilization at t, with the load of the processes
+// added to it; the caller holds d.mu.
+func (d *Demo) devUtil(i int, t time.Duration) float64 {
+	u := d.devs[i].util(t)
+	for _, a := range d.added {
+		if a.dev == i && !a.removed && !a.first.IsZero() {
+			u += addedUtil
+		}
+	}
+	return clampPct(u)
+}
+
+// devPower is device i's power draw at t (W), false where it reports
+// none (a MIG instance); the caller holds d.mu.
+func (d *Demo) devPower(i int, t time.Duration) (float64, bool) {
+	dv := &d.devs[i]
+	switch dv.kind {
+	case kindH100, kindH200:
+		return d.power(dv, d.devUtil(i, t), t), true
+	case kindA100MIGParent:
+		return math.Round(210 + 25*smoothNoise(dv.seed, t, time.Second)), true
+	case kindV100v1:
+		return math.Round(165 + 20*smoothNoise(dv.seed, t, 2*time.Second)), true
+	}
+	return 0, false
+}
+
+// energyStep is the grid on which the demo integrates its power into the
+// energy counter.
+const energyStep = 50 * time.Millisecond
+
+// energyCounter is device i's total-energy counter at t (mJ): its base
+// plus its power integrated from the demo's start by trapezoids on a
+// 50 ms grid. The integral up to the last grid point is cached, so a
+// reading costs the steps since the previous one; a reading earlier than
+// the cache starts again from the start. The caller holds d.mu.
+func (d *Demo) energyCounter(i int, t time.Duration) uint64 {
+	dv := &d.devs[i]
+	if t < dv.energyAt {
+		dv.energyAt, dv.energyMJ = 0, 0
+	}
+	p := func(at time.Duration) float64 { w, _ := d.devPower(i, at); return w }
+	for dv.energyAt+energyStep <= t {
+		next := dv.energyAt + energyStep
+		dv.energyMJ += (p(dv.energyAt) + p(next)) / 2 * energyStep.Seconds() * 1000
+		dv.energyAt = next
+	}
+	part := (p(dv.energyAt) + p(t)) / 2 * (t - dv.energyAt).Seconds() * 1000
+	return dv.energyBaseMJ + uint64(dv.energyMJ+part)
 }
 
 // temp follows the device's load with a minute's lag, like a heatsink.
@@ -715,6 +786,13 @@ func (d *Demo) ReadProcessUtilization(now time.Time, out map[sampler.UtilKey]flo
 		}
 		if alive, pid, _ := p.life(t); alive {
 			out[sampler.UtilKey{Device: p.dev, PID: pid}] = math.Round(p.util(t))
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.added {
+		if !a.removed && !a.first.IsZero() && d.devs[a.dev].util != nil {
+			out[sampler.UtilKey{Device: a.dev, PID: a.pid}] = addedUtil
 		}
 	}
 	return nil

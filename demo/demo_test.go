@@ -527,3 +527,52 @@ func TestDemoJobsAndHostColumns(t *testing.T) {
 		t.Fatalf("GPU 0's first process %d at %v%% CPU, want alice's training job busy on more than a core", p.PID, *p.CPUPercent)
 	}
 }
+
+// Each GPU's energy counter grows by its power integrated over time: the
+// difference of two readings 30 s apart matches the power readings of
+// another demo, 10 ms apart, summed by trapezoids; a job put on GPU 2 draws
+// more power, and the counter counts it.
+func TestDemoEnergyCounterIsPowerIntegrated(t *testing.T) {
+	from, until := Lead, Lead+30*time.Second
+	for _, withJob := range []bool{false, true} {
+		counter, sampled := New(demoStart), New(demoStart)
+		if withJob {
+			for _, d := range []*Demo{counter, sampled} {
+				d.AddProcess(2, 999, User, "python train.py", func(time.Duration) uint64 { return 1 << 30 })
+			}
+		}
+		n := len(counter.Info().Devices)
+		a, b := make([]sampler.MemSample, n), make([]sampler.MemSample, n)
+		counter.ReadMemory(demoStart.Add(from), a)
+		counter.ReadMemory(demoStart.Add(until), b)
+		joules := make([]float64, n)
+		prev, cur := make([]sampler.MemSample, n), make([]sampler.MemSample, n)
+		sampled.ReadMemory(demoStart.Add(from), prev)
+		const step = 10 * time.Millisecond
+		for el := from + step; el <= until; el += step {
+			sampled.ReadMemory(demoStart.Add(el), cur)
+			for i := range cur {
+				joules[i] += (prev[i].PowerW + cur[i].PowerW) / 2 * step.Seconds()
+			}
+			prev, cur = cur, prev
+		}
+		for i, id := range counter.Info().Devices {
+			if !b[i].HasPower {
+				if b[i].HasEnergy {
+					t.Errorf("device %s: an energy counter without power", id.ID)
+				}
+				continue
+			}
+			if !a[i].HasEnergy || !b[i].HasEnergy || b[i].EnergyMJ < a[i].EnergyMJ || a[i].EnergyMJ < 1e11 {
+				t.Fatalf("device %s: counter %d then %d mJ", id.ID, a[i].EnergyMJ, b[i].EnergyMJ)
+			}
+			got := float64(b[i].EnergyMJ-a[i].EnergyMJ) / 1000
+			if got < joules[i]*0.995 || got > joules[i]*1.005 {
+				t.Errorf("job %v, device %s: counter grew %.0f J over 30 s, the power integrated %.0f J", withJob, id.ID, got, joules[i])
+			}
+			if withJob && i == 2 && joules[i] < 30*(71+(700-71)*0.9*addedUtil/100) {
+				t.Errorf("GPU 2 with a job: %.0f J over 30 s, less than the job's load alone draws", joules[i])
+			}
+		}
+	}
+}

@@ -38,6 +38,8 @@ type mockGPU struct {
 	utilRet, tempRet    nvml.Return
 	powerRet            nvml.Return
 	smMHz, memMHz       uint32
+	energyMJ            uint64
+	energyRet           nvml.Return
 	clockRet            nvml.Return
 	clockCalls          int
 	samples             []nvml.ProcessUtilizationSample
@@ -79,6 +81,9 @@ func (g *mockGPU) wire(d *mock.Device) {
 	}
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
 		return g.powerMW, g.powerRet
+	}
+	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		return g.energyMJ, g.energyRet
 	}
 	d.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
 		g.clockCalls++
@@ -141,6 +146,7 @@ func newMockHost(srv *server.Server) *mockHost {
 			mem:  nvml.Memory_v2{Version: 2, Total: total, Reserved: reservedH100, Used: used, Free: total - reservedH100 - used},
 			util: uint32(10 * i), temp: uint32(30 + i), powerMW: uint32(100000 + 1000*i),
 			smMHz: uint32(1980 - 10*i), memMHz: 2619,
+			energyMJ: 5_000_000_000 + uint64(i)*1_000_000,
 		}
 		g.wire(&d.Device)
 		busID := d.PciBusID

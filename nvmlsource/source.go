@@ -126,11 +126,11 @@ type nvmlDev struct {
 	migParent  bool // a GPU in MIG mode: processes are listed per instance
 
 	// What the device turned out not to support, so it is not asked again.
-	memV1, noUtil, noTemp, noPower, noGraphics, noProcUtil, noClocks bool
+	memV1, noUtil, noTemp, noPower, noGraphics, noProcUtil, noClocks, noEnergy bool
 	// utilTS is the newest process-utilization sample seen (µs).
 	utilTS uint64
 
-	memErr, procErr errSlot
+	memErr, procErr, energyErr errSlot
 
 	// used is the used memory of the last good memory reading; listedUsed
 	// and listedAt that of the last process list, whose entries (with their
@@ -354,7 +354,7 @@ func (s *nvmlSource) scanMIG(g *nvmlDev, old map[string]*nvmlDev) []*nvmlDev {
 	enabled := ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE
 	if enabled != g.migParent {
 		// What a GPU supports differs in and out of MIG mode.
-		g.noUtil, g.noTemp, g.noPower, g.noGraphics, g.noProcUtil, g.noClocks = false, false, false, false, false, false
+		g.noUtil, g.noTemp, g.noPower, g.noGraphics, g.noProcUtil, g.noClocks, g.noEnergy = false, false, false, false, false, false, false
 		g.migParent = enabled
 	}
 	g.info.MIGEnabled = enabled
@@ -508,6 +508,7 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 		g := &d.gauges
 		m.Util, m.HasUtil, m.TempC, m.HasTemp, m.PowerW, m.HasPower = g.Util, g.HasUtil, g.TempC, g.HasTemp, g.PowerW, g.HasPower
 		m.SMClockMHz, m.HasSMClock, m.MemClockMHz, m.HasMemClock = g.SMClockMHz, g.HasSMClock, g.MemClockMHz, g.HasMemClock
+		m.EnergyMJ, m.HasEnergy, m.EnergyErr = g.EnergyMJ, g.HasEnergy, g.EnergyErr
 		return true
 	}
 	d.gaugesAt = s.lastNow
@@ -537,6 +538,19 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 			m.PowerW, m.HasPower = float64(p)/1000, true
 		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
 			d.noPower = true
+		}
+	}
+	if !d.noEnergy {
+		// The total-energy counter (Volta and later), read with the power:
+		// a job's energy is the difference of two readings.
+		e, ret := d.h.GetTotalEnergyConsumption()
+		switch ret {
+		case nvml.SUCCESS:
+			m.EnergyMJ, m.HasEnergy = e, true
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+			d.noEnergy = true
+		default:
+			m.EnergyErr = d.energyErr.get("reading the energy counter", ret)
 		}
 	}
 	if !d.noClocks {

@@ -1031,3 +1031,47 @@ func TestNVMLClocksWithTheGauges(t *testing.T) {
 		t.Errorf("GPU 2 without clocks: %+v after %d calls, want none, asked once", m, h.gpus[2].clockCalls)
 	}
 }
+
+// The total-energy counter is read with the power, once in gaugesEvery: a
+// GPU whose call fails says why and the others keep their counter; a GPU
+// without one is not asked again.
+func TestNVMLEnergyCounter(t *testing.T) {
+	h := newMockHost(nil)
+	h.gpus[1].energyRet = nvml.ERROR_NO_PERMISSION
+	h.gpus[2].energyRet = nvml.ERROR_NOT_SUPPORTED
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	read := func(d time.Duration) {
+		t.Helper()
+		if err := s.ReadMemory(nvmlT0.Add(d), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(0)
+	if m := out[0]; !m.HasEnergy || m.EnergyMJ != 5_000_000_000 || m.EnergyErr != nil {
+		t.Fatalf("GPU 0: %+v, want its counter 5000000000 mJ", m)
+	}
+	if m := out[1]; m.HasEnergy || m.EnergyErr == nil || !strings.Contains(m.EnergyErr.Error(), "no permission") || m.Err != nil || !m.HasPower {
+		t.Fatalf("GPU 1 (counter fails): %+v, want the counter's error and its memory and power", m)
+	}
+	if m := out[2]; m.HasEnergy || m.EnergyErr != nil {
+		t.Fatalf("GPU 2 (no counter): %+v, want neither a counter nor an error", m)
+	}
+	h.gpus[0].energyMJ += 400_000
+	read(100 * time.Millisecond)
+	if m := out[0]; m.EnergyMJ != 5_000_000_000 {
+		t.Fatalf("100 ms on: %d mJ, want the last reading carried", m.EnergyMJ)
+	}
+	if m := out[1]; m.EnergyErr == nil {
+		t.Fatalf("100 ms on, GPU 1: %+v, want its error carried", m)
+	}
+	read(time.Second)
+	if m := out[0]; m.EnergyMJ != 5_000_400_000 {
+		t.Fatalf("1 s on: %d mJ, want the counter read again (5000400000)", m.EnergyMJ)
+	}
+	calls := len(h.devs[2].GetTotalEnergyConsumptionCalls())
+	read(2 * time.Second)
+	if n := len(h.devs[2].GetTotalEnergyConsumptionCalls()); n != calls || n != 1 {
+		t.Fatalf("GPU 2's counter asked %d times, want once (not supported)", n)
+	}
+}

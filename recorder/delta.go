@@ -71,6 +71,8 @@ type DevPatch struct {
 	Util       *float64    `json:"util"`
 	Temp       *int        `json:"temp"`
 	Power      *float64    `json:"pw"`
+	Energy     *uint64     `json:"en"`
+	EnergyErr  *string     `json:"ene"`
 	SMClock    *int        `json:"smc"`
 	MemClock   *int        `json:"mc"`
 	Err        *string     `json:"err"`
@@ -142,6 +144,10 @@ func (p *DevPatch) apply(d *DevRec) error {
 			d.Temp = nil
 		case "pw":
 			d.Power = nil
+		case "en":
+			d.Energy = nil
+		case "ene":
+			d.EnergyErr = ""
 		case "smc":
 			d.SMClock = nil
 		case "mc":
@@ -164,6 +170,8 @@ func (p *DevPatch) apply(d *DevRec) error {
 	setPtr(&d.Util, p.Util)
 	setPtr(&d.Temp, p.Temp)
 	setPtr(&d.Power, p.Power)
+	setPtr(&d.Energy, p.Energy)
+	set(&d.EnergyErr, p.EnergyErr)
 	setPtr(&d.SMClock, p.SMClock)
 	setPtr(&d.MemClock, p.MemClock)
 	set(&d.Err, p.Err)

@@ -154,6 +154,7 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 			Res: d.MemoryReserved, Unatt: d.Unattributed, Util: finite(d.UtilizationPercent),
 			Temp: d.TemperatureC, Power: finite(d.PowerWatts), Err: d.Err,
 			SMClock: d.SMClockMHz, MemClock: d.MemoryClockMHz,
+			Energy: d.EnergyMillijoules, EnergyErr: d.EnergyError,
 		}
 		if d.RecentPeakUsed != d.MemoryUsed {
 			dr.RecentPeak = sampler.Ptr(d.RecentPeakUsed)

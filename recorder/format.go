@@ -109,6 +109,10 @@ type DevRec struct {
 	Util  *float64 `json:"util,omitempty"`
 	Temp  *int     `json:"temp,omitempty"`
 	Power *float64 `json:"pw,omitempty"`
+	// Energy is the GPU's total-energy counter (mJ); EnergyErr why reading
+	// it failed.
+	Energy    *uint64 `json:"en,omitempty"`
+	EnergyErr string  `json:"ene,omitempty"`
 	// SMClock and MemClock are the clocks in MHz.
 	SMClock  *int   `json:"smc,omitempty"`
 	MemClock *int   `json:"mc,omitempty"`

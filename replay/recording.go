@@ -551,6 +551,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 			MemoryReserved: d.Res, Unattributed: d.Unatt, UtilizationPercent: d.Util,
 			TemperatureC: d.Temp, PowerWatts: d.Power, Err: d.Err,
 			SMClockMHz: d.SMClock, MemoryClockMHz: d.MemClock,
+			EnergyMillijoules: d.Energy, EnergyError: d.EnergyErr,
 			History:   c.series[seriesKey{dev: d.ID}].window(devCap),
 			Processes: make([]sampler.Process, len(d.Procs)),
 		}

@@ -875,6 +875,12 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 			if m.HasPower {
 				dev.PowerWatts = Ptr(m.PowerW)
 			}
+			if m.HasEnergy {
+				dev.EnergyMillijoules = Ptr(m.EnergyMJ)
+			}
+			if m.EnergyErr != nil {
+				dev.EnergyError = m.EnergyErr.Error()
+			}
 			if m.HasSMClock {
 				dev.SMClockMHz = Ptr(m.SMClockMHz)
 			}

@@ -87,6 +87,13 @@ type Device struct {
 	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
 	TemperatureC       *int     `json:"temperature_celsius,omitempty"`
 	PowerWatts         *float64 `json:"power_watts,omitempty"`
+	// EnergyMillijoules is the GPU's total-energy counter: millijoules
+	// since the driver loaded (it starts again after a driver reload or a
+	// GPU reset). It is read with the power, so successive snapshots may
+	// carry the same reading. Nil where the GPU has none; EnergyError
+	// says why where reading it failed.
+	EnergyMillijoules *uint64 `json:"energy_millijoules,omitempty"`
+	EnergyError       string  `json:"energy_error,omitempty"`
 	// SMClockMHz and MemoryClockMHz are the current SM and memory clocks.
 	SMClockMHz     *int `json:"sm_clock_mhz,omitempty"`
 	MemoryClockMHz *int `json:"memory_clock_mhz,omitempty"`

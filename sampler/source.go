@@ -69,6 +69,13 @@ type MemSample struct {
 	HasTemp           bool
 	PowerW            float64
 	HasPower          bool
+	// EnergyMJ is the GPU's total-energy counter (NVML's
+	// nvmlDeviceGetTotalEnergyConsumption): millijoules since the driver
+	// loaded. EnergyErr is set where reading it failed this time (HasEnergy
+	// is then false); neither where the GPU has no counter.
+	EnergyMJ  uint64
+	HasEnergy bool
+	EnergyErr error
 	// SMClockMHz and MemClockMHz are the current SM and memory clocks.
 	SMClockMHz, MemClockMHz int
 	HasSMClock, HasMemClock bool
