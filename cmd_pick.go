@@ -159,14 +159,14 @@ func (p *pickFlags) sizeByPast(opt *advisor.PickOptions, demo bool, stderr io.Wr
 	if !found {
 		what := "no run with GPU memory"
 		if !p.likeLast {
-			what = fmt.Sprintf("no earlier run like %q", claims.Inert(p.like, 200))
+			what = fmt.Sprintf("no earlier run like %q", claims.Clip(p.like, 200))
 		}
 		fmt.Fprintf(stderr, "%s: %s in %s (vramtop run -- CMD keeps them)\n", name, what, path)
 		return false
 	}
 	opt.MinFree = uint64(float64(r.GPUPeakBytes) * (1 + pct/100))
 	fmt.Fprintf(stderr, "%s: %s: %s peaked at %s on one GPU; --min-free %s (+%g%%)\n", name, how,
-		claims.Inert(r.Describe(), 300), advisor.FormatBytes(r.GPUPeakBytes), advisor.FormatBytes(opt.MinFree), pct)
+		claims.Clip(r.Describe(), 300), advisor.FormatBytes(r.GPUPeakBytes), advisor.FormatBytes(opt.MinFree), pct)
 	return true
 }
 

@@ -3,6 +3,8 @@
 package claims
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/vramtop/vramtop/internal/hostile"
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 func claim(uuid string) Claim {
@@ -162,5 +168,39 @@ func TestOpenRefusesALink(t *testing.T) {
 	os.Symlink(t.TempDir(), filepath.Join(dir, "c"))
 	if _, err := Open(filepath.Join(dir, "c")); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a symbolic link as the directory: %v", err)
+	}
+}
+
+// The text of a claim follows the rule of every text from outside
+// (internal/inert), no other: what it replaces is replaced, what it keeps
+// (a left-to-right mark, an Arabic letter mark, U+FFFD) is kept as a
+// process name or a label keeps it, and the length is bounded.
+func TestClaimTextFollowsTheInertRule(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	users := append([]string{"ali\u200ece", "\u061cbob", "carol\u200f"}, hostile.Strings...)
+	for i, u := range users {
+		uuid := fmt.Sprintf("GPU-%d", i)
+		b, _ := json.Marshal(Claim{UUID: uuid, User: u, Command: strings.Repeat("é", 300)})
+		p := filepath.Join(dir, uuid+".claim")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(p)
+		defer f.Close()
+		syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	act, warns := s.Active()
+	if len(warns) != 0 || len(act) != len(users) {
+		t.Fatalf("%d claims, warnings %q", len(act), warns)
+	}
+	for i, u := range users {
+		c := act[fmt.Sprintf("GPU-%d", i)]
+		if want := inert.String(u); c.User != want {
+			t.Errorf("user %q read as %q, the inert rule gives %q", u, c.User, want)
+		}
+		if want := strings.Repeat("é", 200) + "…"; c.Command != want {
+			t.Errorf("a command of 300 runes read as %d runes", utf8.RuneCountInString(c.Command))
+		}
 	}
 }

@@ -24,18 +24,18 @@
 // distrusted: files are opened without following symbolic links and without
 // blocking (a FIFO), must be regular, are read to at most MaxFileSize
 // bytes, and a file that is not a well-formed claim is ignored with a
-// warning. Text from a claim is made inert (control characters replaced,
-// length bounded) before anyone prints it.
+// warning. Text from a claim is made inert by internal/inert's rule, as
+// every text from outside vramtop is, and bounded in length (Clip), where it
+// is read.
 package claims
 
 import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/vramtop/vramtop/internal/inert"
 )
 
 // EnvDir names the environment variable that overrides the directory.
@@ -79,25 +79,20 @@ func Sorted(m map[string]Claim) []Claim {
 	return out
 }
 
-// Inert is s safe to print: invalid UTF-8 and control characters
-// (escape sequences among them) replaced by U+FFFD, at most max runes.
-func Inert(s string, max int) string {
-	var b strings.Builder
+// Clip is s made inert (internal/inert: the rule every text from outside
+// vramtop follows) and cut to at most max runes, the last of them "…".
+// Claims are written by other users, and a claim's text is only ever
+// printed, so the rule is the one of process names and labels: no wider.
+func Clip(s string, max int) string {
+	s = inert.String(s)
 	n := 0
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		s = s[size:]
+	for i := range s {
 		if n == max {
-			b.WriteString("…")
-			break
+			return s[:i] + "…"
 		}
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			r = '\uFFFD'
-		}
-		b.WriteRune(r)
 		n++
 	}
-	return b.String()
+	return s
 }
 
 // Describe is c in a few words: "alice (PID 4121), 40 GiB, until 14:02:05".

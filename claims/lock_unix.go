@@ -196,7 +196,7 @@ func (s *Store) Active() (map[string]Claim, []string) {
 		}
 		c, held, err := s.read(name)
 		if err != nil {
-			warns = append(warns, fmt.Sprintf("claims: ignoring %s: %v", Inert(filepath.Join(s.dir, name), 200), err))
+			warns = append(warns, fmt.Sprintf("claims: ignoring %s: %v", Clip(filepath.Join(s.dir, name), 200), err))
 			continue
 		}
 		if held {
@@ -241,8 +241,8 @@ func (s *Store) read(name string) (c Claim, held bool, err error) {
 	if fileName(c.UUID) != name {
 		return Claim{}, false, errors.New("its GPU is not the one its name says")
 	}
-	c.User = Inert(c.User, 64)
-	c.Command = Inert(c.Command, 200)
+	c.User = Clip(c.User, 64)
+	c.Command = Clip(c.Command, 200)
 	return c, true, nil
 }
 
