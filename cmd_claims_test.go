@@ -218,13 +218,20 @@ func TestKilledWaiterReleasesItsClaim(t *testing.T) {
 			}
 		}
 	}()
+	// The command runs once it has written its PID: only then. The claim
+	// shows before (it is taken first), but then the waiter may still be
+	// describing it (the lock is taken before the description is written)
+	// or starting the command, and a process being started holds a copy of
+	// every descriptor of its parent, the claim's among them, until it has
+	// executed the command (close-on-exec): killed in that instant, the
+	// waiter's claim outlives it by as long.
 	deadline := time.Now().Add(20 * time.Second)
-	var act map[string]claims.Claim
 	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if act = activeClaims(t, dir); len(act) == 1 {
+		if b, _ := os.ReadFile(pidFile); strings.HasSuffix(string(b), "\n") {
 			break
 		}
 	}
+	act := activeClaims(t, dir)
 	if len(act) != 1 {
 		cmd.Process.Kill()
 		cmd.Wait()
