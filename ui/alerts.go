@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"time"
 
@@ -17,24 +19,24 @@ import (
 // which GPU and process, and its whole message; then the source's warnings
 // and errors. It scrolls.
 type alertsScreen struct {
-	st     Styles
-	keys   keyMap
+	st     common.Styles
+	keys   common.KeyMap
 	title  string
 	width  int
 	height int
 	alerts []advisor.Alert
 	since  map[string]time.Time // when the view first saw an alert that carries no Since
 	snap   sampler.Snapshot
-	pg     pager
+	pg     draw.Pager
 }
 
 func newAlertsScreen() alertsScreen {
-	return alertsScreen{pg: newPager(), since: map[string]time.Time{}}
+	return alertsScreen{pg: draw.NewPager(), since: map[string]time.Time{}}
 }
 
-func (a *alertsScreen) setStyles(st Styles, keys keyMap, title string) {
+func (a *alertsScreen) setStyles(st common.Styles, keys common.KeyMap, title string) {
 	a.st, a.keys, a.title = st, keys, title
-	a.pg.setKeys(keys)
+	a.pg.SetKeys(keys)
 	a.refresh()
 }
 
@@ -88,7 +90,7 @@ func (a *alertsScreen) View() string {
 		return ""
 	}
 	head := a.st.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.title, len(a.alerts))) + a.st.Dim.Render("   (a or esc to close)")
-	return fit(head, a.width) + "\n" + a.pg.View() + "\n" + a.st.Dim.Render(fit(a.pg.ScrollLine(), a.width))
+	return draw.Fit(head, a.width) + "\n" + a.pg.View() + "\n" + a.st.Dim.Render(draw.Fit(a.pg.ScrollLine(), a.width))
 }
 
 // content is one block per alert: a line of what, where and since when,
@@ -108,25 +110,25 @@ func (a *alertsScreen) content() string {
 		}
 		where := "GPU " + x.DeviceID
 		if d, ok := a.snap.Device(x.DeviceID); ok {
-			where = "GPU " + deviceLabel(d) + " " + shortName(d.Name)
+			where = "GPU " + draw.DeviceLabel(d) + " " + draw.ShortName(d.Name)
 			if d.Hostname != "" {
 				where = d.Hostname + " " + where
 			}
 		}
-		parts := []string{st.SeverityBadge(x.Severity).Render(" " + fit(strings.ToUpper(x.Severity.String()), 4) + " "), st.Accent.Render(where)}
+		parts := []string{st.SeverityBadge(x.Severity).Render(" " + draw.Fit(strings.ToUpper(x.Severity.String()), 4) + " "), st.Accent.Render(where)}
 		if x.PID != 0 {
 			parts = append(parts, "PID "+fmt.Sprint(x.PID)+" "+a.processName(x))
 		}
 		if !since.IsZero() {
 			s := "since " + since.Format("15:04:05")
 			if d := a.snap.Time.Sub(since); d >= time.Second {
-				s += " (" + fmtAge(d) + ")"
+				s += " (" + draw.Age(d) + ")"
 			}
 			parts = append(parts, st.Dim.Render(s))
 		}
 		parts = append(parts, st.Dim.Render(x.Rule))
 		lines = append(lines, strings.Join(parts, "  "))
-		for _, l := range strings.Split(ansi.Wordwrap(alertText(a.snap, x), wrapW, ""), "\n") {
+		for _, l := range strings.Split(ansi.Wordwrap(draw.AlertText(a.snap, x), wrapW, ""), "\n") {
 			lines = append(lines, indent+st.Severity(x.Severity).Render(l))
 		}
 	}
@@ -136,7 +138,7 @@ func (a *alertsScreen) content() string {
 	if a.snap.Err != "" {
 		lines = append(lines, st.Error.Render("error: "+a.snap.Err))
 	}
-	return clampLines(strings.Join(lines, "\n"), a.width, 1<<20)
+	return draw.ClampLines(strings.Join(lines, "\n"), a.width, 1<<20)
 }
 
 // processName is the user and command of the alert's process.
@@ -151,7 +153,7 @@ func (a *alertsScreen) processName(x advisor.Alert) string {
 			if u == "" {
 				u = "?"
 			}
-			return u + " " + firstWord(p.Command)
+			return u + " " + draw.FirstWord(p.Command)
 		}
 	}
 	return ""

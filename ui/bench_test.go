@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/vramtop/vramtop/ui/common"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func benchModel(b *testing.B, w, h int) (*Model, sampler.Snapshot) {
 	b.Helper()
 	snap := fixture(b, &fakeSource{start: fixedStart, ngpu: 8, nprocs: 100}, 10*time.Minute)
 	m, _ := newTestModel(Options{})
-	m.setStyles(NewStyles(true, false))
+	m.setStyles(common.NewStyles(true, false))
 	send(m, tea.WindowSizeMsg{Width: w, Height: h}, snapshotMsg(snap))
 	return m, snap
 }
@@ -102,7 +103,7 @@ func BenchmarkFrame1GPU(b *testing.B) {
 				}
 			}
 			m, _ := newTestModel(Options{Now: func() time.Time { return t }})
-			m.setStyles(NewStyles(true, false))
+			m.setStyles(common.NewStyles(true, false))
 			send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(snap))
 			screen := newOffScreen(200, 60)
 			frame := func() {

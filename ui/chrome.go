@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"time"
 
@@ -36,7 +38,7 @@ type headerState struct {
 
 // headerBar is the top line.
 type headerBar struct {
-	st    Styles
+	st    common.Styles
 	width int
 	s     headerState
 }
@@ -89,7 +91,7 @@ func (h *headerBar) View() string {
 	}
 	if hs.stale {
 		badges = append(badges, st.SeverityBadge(advisor.Crit).Render(" STALE ")+
-			st.Error.Render(" no new data for "+fmtAge(hs.now.Sub(hs.arrived).Truncate(time.Second))))
+			st.Error.Render(" no new data for "+draw.Age(hs.now.Sub(hs.arrived).Truncate(time.Second))))
 	}
 	if hs.ended && !hs.replay {
 		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
@@ -97,7 +99,7 @@ func (h *headerBar) View() string {
 	r := strings.Join(badges, " ")
 	rw := lipgloss.Width(r)
 	if rw >= width {
-		return fit(r, width)
+		return draw.Fit(r, width)
 	}
 	lw := width - rw - 1
 	if r == "" {
@@ -122,7 +124,7 @@ func (h *headerBar) View() string {
 		parts = append(parts[:low], parts[low+1:]...)
 		l = join()
 	}
-	return fit(l, lw) + strings.Repeat(" ", width-lw-rw) + r
+	return draw.Fit(l, lw) + strings.Repeat(" ", width-lw-rw) + r
 }
 
 // bannerBar shows the alerts in force, the source's warnings and errors;
@@ -131,7 +133,7 @@ func (h *headerBar) View() string {
 // shortened before the process it names, and what does not fit is counted
 // with a pointer to the alerts screen (a).
 type bannerBar struct {
-	st            Styles
+	st            common.Styles
 	width, screen int // the screen's height sets the banner's room
 	alerts        []advisor.Alert
 	snap          sampler.Snapshot
@@ -150,7 +152,7 @@ func (b *bannerBar) View() string {
 	}
 	var items []item
 	for _, a := range b.alerts {
-		items = append(items, item{st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " "), alertText(b.snap, a), st.Severity(a.Severity)})
+		items = append(items, item{st.SeverityBadge(a.Severity).Render(" " + strings.ToUpper(a.Severity.String()) + " "), draw.AlertText(b.snap, a), st.Severity(a.Severity)})
 	}
 	for _, w := range b.snap.Warnings {
 		items = append(items, item{st.Warning.Render("!"), w, st.Warning})
@@ -161,7 +163,7 @@ func (b *bannerBar) View() string {
 	if len(items) == 0 || b.width <= 0 {
 		return ""
 	}
-	room := clamp(b.screen/8, 1, 4)
+	room := draw.Clamp(b.screen/8, 1, 4)
 	shown, more := items, 0
 	if len(items) > room {
 		shown, more = items[:room], len(items)-room
@@ -170,25 +172,25 @@ func (b *bannerBar) View() string {
 	spare := room - len(shown)
 	var lines []string
 	for i, it := range shown {
-		tagW := cellWidth(it.tag) + 1
+		tagW := common.CellWidth(it.tag) + 1
 		w := b.width - tagW
 		suffix := ""
 		if more > 0 && i == len(shown)-1 {
 			suffix = st.Dim.Render(fmt.Sprintf("  +%d more · a: all alerts", more))
-			w -= cellWidth(suffix)
+			w -= common.CellWidth(suffix)
 		}
 		if w < 8 {
-			lines = append(lines, fit(st.Dim.Render(fmt.Sprintf("%d alerts · a: all alerts", len(items))), b.width))
+			lines = append(lines, draw.Fit(st.Dim.Render(fmt.Sprintf("%d alerts · a: all alerts", len(items))), b.width))
 			continue
 		}
 		first, rest := it.text, ""
-		if cellWidth(it.text) > w && spare > 0 {
+		if common.CellWidth(it.text) > w && spare > 0 {
 			first, rest = splitWords(it.text, w)
 			spare--
 		}
-		lines = append(lines, fit(it.tag+" "+it.style.Render(shorten(first, w))+suffix, b.width))
+		lines = append(lines, draw.Fit(it.tag+" "+it.style.Render(shorten(first, w))+suffix, b.width))
 		if rest != "" {
-			lines = append(lines, fit(strings.Repeat(" ", tagW)+it.style.Render(shorten(rest, w)), b.width))
+			lines = append(lines, draw.Fit(strings.Repeat(" ", tagW)+it.style.Render(shorten(rest, w)), b.width))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -198,7 +200,7 @@ func (b *bannerBar) View() string {
 func splitWords(s string, w int) (string, string) {
 	cut := 0
 	for i, r := range s {
-		if cellWidth(s[:i]) > w {
+		if common.CellWidth(s[:i]) > w {
 			break
 		}
 		if r == ' ' {
@@ -224,88 +226,25 @@ func lastPID(s string) int {
 // shorten fits s into w cells; a message too long keeps its end from the
 // last "PID <number>" on (which process) and cuts the words before it.
 func shorten(s string, w int) string {
-	if cellWidth(s) <= w {
+	if common.CellWidth(s) <= w {
 		return s
 	}
 	if loc := lastPID(s); loc > 0 {
 		tail := s[loc:]
-		if tw := cellWidth(tail); tw+12 <= w {
-			if head := elide(strings.TrimRight(s[:loc], " "), w-tw-1); strings.HasSuffix(head, "…") && len(head) > len("…") {
+		if tw := common.CellWidth(tail); tw+12 <= w {
+			if head := draw.Elide(strings.TrimRight(s[:loc], " "), w-tw-1); strings.HasSuffix(head, "…") && len(head) > len("…") {
 				return head + " " + tail
 			}
 		}
 	}
-	return elide(s, w)
-}
-
-// alertText is the alert's message; for a GPU filling up (the threshold,
-// time-to-full and spike-headroom rules) it adds the process that grew most
-// there, when one did and the message does not name it already.
-func alertText(snap sampler.Snapshot, a advisor.Alert) string {
-	msg := a.Message
-	if msg == "" {
-		msg = a.Rule + " on GPU " + a.DeviceID
-	}
-	switch a.Rule {
-	case "threshold", "time_to_full", "spike_headroom":
-	default:
-		return msg
-	}
-	if a.PID != 0 || a.DeviceID == "" {
-		return msg
-	}
-	d, ok := snap.Device(a.DeviceID)
-	if !ok {
-		return msg
-	}
-	if p, grew, ok := grewMost(d, snap.Time, defaultSpan); ok && !strings.Contains(msg, fmt.Sprintf("PID %d ", p.PID)) {
-		msg += fmt.Sprintf(" · grew most: PID %d %s (+%s in %s)", p.PID, firstWord(p.Command), fmtBytes(grew), fmtSpan(defaultSpan))
-	}
-	return msg
-}
-
-// grewMost finds the live process on d whose memory grew most over the last
-// span; ok is false when none grew.
-func grewMost(d sampler.Device, now time.Time, span time.Duration) (sampler.Process, uint64, bool) {
-	var best sampler.Process
-	var most uint64
-	for _, p := range d.Processes {
-		if p.Exited || p.History.Len() == 0 {
-			continue
-		}
-		w := p.History.Since(now.Add(-span))
-		if w.Len() == 0 {
-			continue
-		}
-		_, first := w.At(0)
-		_, last, _ := w.Last()
-		if last > first && last-first > most {
-			best, most = p, last-first
-		}
-	}
-	return best, most, most > 0
-}
-
-func firstWord(cmd string) string {
-	f := strings.Fields(cmd)
-	if len(f) == 0 {
-		return "?"
-	}
-	w := f[0]
-	if i := strings.LastIndexByte(w, '/'); i >= 0 {
-		w = w[i+1:]
-	}
-	if len(f) > 1 && strings.HasPrefix(w, "python") {
-		w += " " + f[1]
-	}
-	return w
+	return draw.Elide(s, w)
 }
 
 // footerBar is the last line: the filter input, the kill prompt, the last
 // action's result, or the state of the process list and the keys of the
 // screen.
 type footerBar struct {
-	st    Styles
+	st    common.Styles
 	width int
 	// One of these, first set first: the line that takes the footer.
 	input, prompt, status string
@@ -322,14 +261,14 @@ func (f *footerBar) View() string {
 	st := f.st
 	switch {
 	case f.input != "":
-		return fit(f.input+st.Dim.Render("  enter: keep · esc: clear"), f.width)
+		return draw.Fit(f.input+st.Dim.Render("  enter: keep · esc: clear"), f.width)
 	case f.prompt != "":
 		return f.prompt
 	case f.status != "":
 		if f.statusErr {
-			return fit(st.Error.Render(f.status), f.width)
+			return draw.Fit(st.Error.Render(f.status), f.width)
 		}
-		return fit(st.Status.Render(f.status), f.width)
+		return draw.Fit(st.Status.Render(f.status), f.width)
 	}
 	var hs []string
 	for _, h := range f.hints {
@@ -341,7 +280,7 @@ func (f *footerBar) View() string {
 	if len(f.state) > 0 {
 		l = st.Status.Render(strings.Join(f.state, " · ")) + "  "
 	}
-	return fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
+	return draw.Fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
 }
 
 // footerWord is the one-word name of a key in the footer.
@@ -375,12 +314,4 @@ func footerWord(b key.Binding) string {
 		return d[:i]
 	}
 	return d
-}
-
-// padLines adds empty lines to s up to h lines.
-func padLines(s string, h int) string {
-	if n := lipgloss.Height(s); n < h {
-		s += strings.Repeat("\n", h-n)
-	}
-	return s
 }

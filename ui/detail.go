@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +21,8 @@ import (
 // memory with a time axis and the thresholds, and the advisor's advice
 // under it, wrapped to the width and scrolled with the arrows.
 type detailView struct {
-	st     Styles
-	keys   keyMap
+	st     common.Styles
+	keys   common.KeyMap
 	th     advisor.Thresholds
 	width  int
 	height int
@@ -30,7 +32,7 @@ type detailView struct {
 	start  int64 // the process's start time, to tell a reused PID apart
 	snap   sampler.Snapshot
 	advice []advisor.Advice
-	sev    sevIndex // the advisor's severity of each device
+	sev    draw.SevIndex // the advisor's severity of each device
 
 	// Laid out by layout: the plot's height and the advice panel
 	// (scrolled by adv; advH lines with its frame, 0 when there is no
@@ -107,16 +109,16 @@ func (d detailView) process(dev sampler.Device) (sampler.Process, bool) {
 // headLines are the lines over the plot: the GPU, the process when one is
 // open, the legend; isProc is false when the process is gone.
 func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.Process, isProc bool) {
-	sev := d.sev.of(dev)
-	title := d.st.Title.Render("GPU "+deviceLabel(dev)) + " " + dev.Name + " · " +
-		fmtBytes(dev.MemoryUsed) + " / " + fmtBytes(dev.MemoryTotal) + " " + d.st.Severity(sev.Severity).Render("("+fmtPct(dev.UsedPercent())+")")
+	sev := d.sev.Of(dev)
+	title := d.st.Title.Render("GPU "+draw.DeviceLabel(dev)) + " " + dev.Name + " · " +
+		draw.Bytes(dev.MemoryUsed) + " / " + draw.Bytes(dev.MemoryTotal) + " " + d.st.Severity(sev.Severity).Render("("+draw.Pct(dev.UsedPercent())+")")
 	if sev.Severity > advisor.Info {
 		title += " " + d.st.SeverityBadge(sev.Severity).Render(strings.ToUpper(sev.Severity.String()))
 		if sev.Reason != "" {
 			title += " " + d.st.Severity(sev.Severity).Render(sev.Reason)
 		}
 	}
-	title += " · peak " + fmtBytes(dev.PeakUsed) + " · free " + fmtBytes(dev.MemoryFree)
+	title += " · peak " + draw.Bytes(dev.PeakUsed) + " · free " + draw.Bytes(dev.MemoryFree)
 	lines = append(lines, title)
 	isProc = d.target.PID != 0
 	if isProc {
@@ -130,23 +132,23 @@ func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.
 			if user == "" {
 				user = "?"
 			}
-			mem := na
+			mem := draw.NA
 			if proc.Exited {
 				mem = "exited"
 			} else if proc.UsedBytes != nil {
-				mem = fmtBytes(*proc.UsedBytes) + " (" + fmtPct(percent(*proc.UsedBytes, dev.MemoryTotal)) + " of the GPU)"
+				mem = draw.Bytes(*proc.UsedBytes) + " (" + draw.Pct(draw.Percent(*proc.UsedBytes, dev.MemoryTotal)) + " of the GPU)"
 			}
 			cmd := proc.Command
 			if !proc.Visible {
 				cmd = "(other PID namespace; run vramtop in the host PID namespace to name it) " + cmd
 			}
 			lines = append(lines, d.st.Accent.Render("PID "+strconv.FormatUint(uint64(proc.PID), 10))+" "+user+" · "+mem+
-				" · peak "+fmtBytes(proc.PeakBytes)+" · "+cmd)
+				" · peak "+draw.Bytes(proc.PeakBytes)+" · "+cmd)
 		}
 	}
 	// The legend, as much of it as fits: what the marks mean first, then
 	// the keys.
-	parts := []string{fmt.Sprintf("last %s, peak per column", fmtSpan(d.shownSpan(dev))),
+	parts := []string{fmt.Sprintf("last %s, peak per column", draw.Span(d.shownSpan(dev))),
 		fmt.Sprintf("dotted: warn %.0f%% / crit %.0f%%", d.th.Warn, d.th.Crit)}
 	if isProc {
 		parts = append([]string{"filled: this process", "line: whole GPU"}, parts...)
@@ -157,14 +159,14 @@ func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.
 	parts = append(parts, "z: span", "esc: back")
 	legend := parts[0]
 	for _, p := range parts[1:] {
-		if cellWidth(legend)+3+cellWidth(p) > d.width {
+		if common.CellWidth(legend)+3+common.CellWidth(p) > d.width {
 			break
 		}
 		legend += " · " + p
 	}
 	lines = append(lines, d.st.Dim.Render(legend))
 	for i := range lines {
-		lines[i] = fit(lines[i], d.width)
+		lines[i] = draw.Fit(lines[i], d.width)
 	}
 	return lines, proc, isProc
 }
@@ -228,7 +230,7 @@ func (d detailView) View() string {
 	}
 	dev, ok := d.device()
 	if !ok {
-		return d.st.Dim.Render(fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
+		return d.st.Dim.Render(draw.Fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
 	}
 	// The head again: the span it names changes with z between layouts.
 	head, proc, isProc := d.headLines(dev)
@@ -240,41 +242,41 @@ func (d detailView) View() string {
 		if dev.History.Len() > 0 {
 			msg = "  too little room for a plot that sets the warn and crit lines apart"
 		}
-		parts = append(parts, padLines(d.st.Dim.Render(fit(msg, d.width)), d.plotH))
+		parts = append(parts, draw.PadLines(d.st.Dim.Render(draw.Fit(msg, d.width)), d.plotH))
 	}
 	if d.advH > 0 {
 		parts = append(parts, d.adviceView())
 	}
-	return clampLines(strings.Join(parts, "\n"), d.width, d.height)
+	return draw.ClampLines(strings.Join(parts, "\n"), d.width, d.height)
 }
 
 func (d detailView) shownSpan(dev sampler.Device) time.Duration {
-	spec := plotSpec{width: d.width, totalGiB: float64(dev.MemoryTotal) / gib, xAxis: time.Second}
-	return spanFor(dev.History, d.snap.Time, d.snap.Interval, d.span, max(plotDots(spec), 1))
+	spec := draw.PlotSpec{Width: d.width, TotalGiB: float64(dev.MemoryTotal) / draw.GiB, XAxis: time.Second}
+	return draw.SpanFor(dev.History, d.snap.Time, d.snap.Interval, d.span, max(draw.PlotDots(spec), 1))
 }
 
 func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, h int) string {
-	spec := plotSpec{width: d.width, height: h, totalGiB: float64(dev.MemoryTotal) / gib, th: d.th, xAxis: time.Second}
-	n := plotDots(spec)
-	if n < 2 || plotRows(spec) < minPlotRows {
+	spec := draw.PlotSpec{Width: d.width, Height: h, TotalGiB: float64(dev.MemoryTotal) / draw.GiB, Th: d.th, XAxis: time.Second}
+	n := draw.PlotDots(spec)
+	if n < 2 || draw.PlotRows(spec) < draw.MinPlotRows {
 		return ""
 	}
 	now := d.snap.Time
-	span := spanFor(dev.History, now, d.snap.Interval, d.span, n)
-	spec.xAxis = span
+	span := draw.SpanFor(dev.History, now, d.snap.Interval, d.span, n)
+	spec.XAxis = span
 	from, to := now.Add(-span), now.Add(1)
-	devLine := series(dev.History, from, to, n)
+	devLine := draw.Series(dev.History, from, to, n)
 	if isProc {
 		// The process filled under the whole GPU's line: they differ
 		// without colour too.
-		spec.lines = []plotLine{
-			{vals: series(proc.History, from, to, n), fill: true, p: &d.st.pAccent},
-			{vals: devLine, p: &d.st.pDim},
+		spec.Lines = []draw.PlotLine{
+			{Vals: draw.Series(proc.History, from, to, n), Fill: true, P: &d.st.PAccent},
+			{Vals: devLine, P: &d.st.PDim},
 		}
 	} else {
-		spec.lines = []plotLine{{vals: devLine}}
+		spec.Lines = []draw.PlotLine{{Vals: devLine}}
 	}
-	return plot(d.st, spec)
+	return draw.Plot(d.st, spec)
 }
 
 // adviceLines is the advice wrapped to width cells, continuation lines
@@ -282,7 +284,7 @@ func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, 
 func (d detailView) adviceLines(width int) []string {
 	var lines []string
 	add := func(prefix, text string) {
-		pw := cellWidth(prefix)
+		pw := common.CellWidth(prefix)
 		body := ansi.Wrap(text, max(width-pw, 1), "")
 		for i, l := range strings.Split(body, "\n") {
 			if i == 0 {
@@ -325,7 +327,7 @@ func (d detailView) adviceView() string {
 	if d.scrolls() {
 		shown := min(d.adv.YOffset()+d.adv.Height(), d.advLines)
 		more := fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn: scroll", d.adv.YOffset()+1, shown, d.advLines)
-		body += "\n" + d.st.Dim.Render(fit(more, d.adv.Width()))
+		body += "\n" + d.st.Dim.Render(draw.Fit(more, d.adv.Width()))
 	}
 	return d.st.Box.Width(d.width).Render(body)
 }

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ func advisedModel(opts Options, colour bool) *Model {
 		opts.Now = func() time.Time { return fixedStart }
 	}
 	m := New(nil, opts)
-	m.setStyles(NewStyles(true, !colour))
+	m.setStyles(common.NewStyles(true, !colour))
 	return m
 }
 
@@ -111,7 +113,7 @@ func TestDetailAdviceWrapsAndScrolls(t *testing.T) {
 
 // issueSnap is the case of issue 14: GPU 0 at 77.5% now, 86.7% 19 s ago.
 func issueSnap() sampler.Snapshot {
-	const total = 80 * gib
+	const total = 80 * draw.GiB
 	now := fixedStart.Add(10 * time.Minute)
 	var ts []time.Time
 	var vs []uint64
@@ -127,8 +129,8 @@ func issueSnap() sampler.Snapshot {
 	d := sampler.Device{ID: "0", Name: "NVIDIA H100 80GB HBM3", MemoryTotal: total, MemoryUsed: used, MemoryFree: total - used,
 		History: sampler.WindowOf(ts, vs), PeakUsed: total * 8675 / 10000, Processes: []sampler.Process{}}
 	e := d
-	e.ID, e.Index, e.MemoryUsed, e.MemoryFree = "1", 1, 10*gib, total-10*gib
-	e.History = sampler.WindowOf(ts[len(ts)-1:], []uint64{10 * gib})
+	e.ID, e.Index, e.MemoryUsed, e.MemoryFree = "1", 1, 10*draw.GiB, total-10*draw.GiB
+	e.History = sampler.WindowOf(ts[len(ts)-1:], []uint64{10 * draw.GiB})
 	return sampler.Snapshot{Time: now, Interval: time.Second, Devices: []sampler.Device{d, e}}
 }
 
@@ -157,13 +159,13 @@ func TestOneSeverity(t *testing.T) {
 		}
 		// The bar is in the warning colour, GPU 1's in the ok colour.
 		frame := m.View().Content
-		warnBar, okBar := m.st.pSev[advisor.Warn].pre+glyphUsed, m.st.pSev[advisor.Info].pre+glyphUsed
+		warnBar, okBar := m.st.PSev[advisor.Warn].Pre+common.GlyphUsed, m.st.PSev[advisor.Info].Pre+common.GlyphUsed
 		if strings.Count(frame, warnBar) != 1 || strings.Count(frame, okBar) != 1 {
 			t.Errorf("%v: %d warn-coloured bars and %d ok ones, want one each", sz, strings.Count(frame, warnBar), strings.Count(frame, okBar))
 		}
 	}
 	// The stateless level of the current reading would have said ok.
-	if severity(77.5, advisor.DefaultThresholds()) != advisor.Info {
+	if draw.Severity(77.5, advisor.DefaultThresholds()) != advisor.Info {
 		t.Fatal("test case: 77.5% should be under the line")
 	}
 }
@@ -238,7 +240,7 @@ func TestReplayOfAnUnsetClock(t *testing.T) {
 // TestOnceTableTakesTheAdvisorsSeverity: the one-shot table colours a GPU
 // as the live view does, held in warning by its recent peak.
 func TestOnceTableTakesTheAdvisorsSeverity(t *testing.T) {
-	st := NewStyles(true, false)
+	st := common.NewStyles(true, false)
 	out := renderTable(st, issueSnap(), advisor.DefaultThresholds())
 	var row0, row1 string
 	for _, l := range strings.Split(out, "\n") {
@@ -249,7 +251,7 @@ func TestOnceTableTakesTheAdvisorsSeverity(t *testing.T) {
 			row1 = l
 		}
 	}
-	warn := st.pSev[advisor.Warn].pre
+	warn := st.PSev[advisor.Warn].Pre
 	if !strings.Contains(row0, warn) || strings.Contains(row1, warn) {
 		t.Errorf("GPU 0 (77.5%%, 86.7%% 19 s ago) should be in the warning colour, GPU 1 not:\n%q\n%q", row0, row1)
 	}

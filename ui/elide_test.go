@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"regexp"
 	"strings"
 	"testing"
@@ -67,11 +69,11 @@ func TestElide(t *testing.T) {
 		{"peak 86.7% 15 s ago", 14, "peak 86.7% …"},
 		{"short", 10, "short"},
 	} {
-		got := elide(c.in, c.w)
+		got := draw.Elide(c.in, c.w)
 		if strings.HasPrefix(c.in, "A100") {
-			got = elideName(c.in, c.w)
+			got = draw.ElideName(c.in, c.w)
 		}
-		if got != c.want || cellWidth(got) > c.w {
+		if got != c.want || common.CellWidth(got) > c.w {
 			t.Errorf("elide(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
 		}
 	}

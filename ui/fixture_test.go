@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/draw"
 	"math"
 	"sync"
 	"testing"
@@ -54,23 +55,23 @@ func (f *fakeSource) used(i int, t time.Time) uint64 {
 	s := t.Sub(f.start).Seconds()
 	switch i % 4 {
 	case 0: // training run: climbing towards warn
-		return uint64((40 + 75*math.Min(s/900, 1)) * gib)
+		return uint64((40 + 75*math.Min(s/900, 1)) * draw.GiB)
 	case 1: // nearly full, critical
-		return uint64((131 + 2*math.Sin(s/30)) * gib)
+		return uint64((131 + 2*math.Sin(s/30)) * draw.GiB)
 	case 2: // idle but for a 2 s spike every 2 minutes
 		if int(s)%120 < 2 {
-			return uint64(100 * gib)
+			return uint64(100 * draw.GiB)
 		}
-		return uint64(6 * gib)
+		return uint64(6 * draw.GiB)
 	}
-	return uint64((60 + 20*math.Sin(s/60)) * gib)
+	return uint64((60 + 20*math.Sin(s/60)) * draw.GiB)
 }
 
 func (f *fakeSource) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	for i := range out {
 		u := f.used(i%max(f.ngpu, 1), now)
-		out[i] = sampler.MemSample{Total: h200Total, Used: u, Free: h200Total - u - 600*mib,
-			Reserved: 600 * mib, HasReserved: true}
+		out[i] = sampler.MemSample{Total: h200Total, Used: u, Free: h200Total - u - 600*draw.MiB,
+			Reserved: 600 * draw.MiB, HasReserved: true}
 		if i%4 != 3 {
 			out[i].Util, out[i].HasUtil = float64(10+i*20%90), true
 			out[i].TempC, out[i].HasTemp = 40+i*3, true

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"sort"
 	"strings"
 
@@ -57,7 +59,7 @@ func hostsOf(snap sampler.Snapshot) []host {
 		if p := d.UsedPercent(); p > h.pressure {
 			h.pressure = p
 		}
-		switch why, down := hostDown(d); {
+		switch why, down := draw.HostDown(d); {
 		case down:
 			h.down++
 			h.downWhy = why
@@ -97,15 +99,15 @@ func hostSnapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
 // hostList is the first screen of a fleet: hosts by memory pressure, each
 // with its GPUs in compact rows.
 type hostList struct {
-	st     Styles
-	keys   keyMap
+	st     common.Styles
+	keys   common.KeyMap
 	th     advisor.Thresholds
 	width  int
 	height int
 
 	snap     sampler.Snapshot
 	hosts    []host
-	sev      sevIndex // the advisor's severity of each device
+	sev      draw.SevIndex // the advisor's severity of each device
 	sel, off int
 	selName  string
 }
@@ -118,7 +120,7 @@ func (h *hostList) SetSize(w, hh int) {
 func (h *hostList) SetSnapshot(snap sampler.Snapshot) {
 	h.snap = snap
 	h.hosts = hostsOf(snap)
-	h.sel = clamp(h.sel, 0, len(h.hosts)-1)
+	h.sel = draw.Clamp(h.sel, 0, len(h.hosts)-1)
 	for i, x := range h.hosts {
 		if x.name == h.selName {
 			h.sel = i
@@ -182,7 +184,7 @@ func (h *hostList) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(k, h.keys.Bottom):
 		h.sel = len(h.hosts) - 1
 	}
-	h.sel = clamp(h.sel, 0, len(h.hosts)-1)
+	h.sel = draw.Clamp(h.sel, 0, len(h.hosts)-1)
 	h.remember()
 	h.scroll()
 	return nil
@@ -201,7 +203,7 @@ func (h hostList) View() string {
 		return ""
 	}
 	if len(h.hosts) == 0 {
-		return h.st.Dim.Render(fit("  no hosts reported yet", h.width))
+		return h.st.Dim.Render(draw.Fit("  no hosts reported yet", h.width))
 	}
 	g := newGPUPane(h.st, h.keys, h.th)
 	g.compact = true
@@ -212,13 +214,13 @@ func (h hostList) View() string {
 		x := h.hosts[i]
 		sev := advisor.Info
 		for _, d := range x.devices {
-			sev = max(sev, h.sev.of(d).Severity)
+			sev = max(sev, h.sev.Of(d).Severity)
 		}
 		name := x.name
 		if name == "" {
 			name = "(unnamed host)"
 		}
-		line := fmt.Sprintf("%s  %d GPU  max %s  used %s / %s", name, len(x.devices), fmtPct(x.pressure), fmtBytes(x.used), fmtBytes(x.total))
+		line := fmt.Sprintf("%s  %d GPU  max %s  used %s / %s", name, len(x.devices), draw.Pct(x.pressure), draw.Bytes(x.used), draw.Bytes(x.total))
 		if x.unlisted == len(x.devices) {
 			line += "  processes not listed (dcgm-exporter)"
 		}
@@ -237,7 +239,7 @@ func (h hostList) View() string {
 		if i == h.sel {
 			marker = h.st.Accent.Render("▶ ")
 		}
-		line = marker + h.st.Severity(sev).Render(fit(line, h.width-2))
+		line = marker + h.st.Severity(sev).Render(draw.Fit(line, h.width-2))
 		if i == h.sel {
 			line = h.st.Selected.Render(line)
 		}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 // import the source).
 func TestHostDownPrefixIsTheFleets(t *testing.T) {
 	d := sampler.Device{Err: fleet.HostDownPrefix + "exporter not answering since 09:08:00 (last values shown)"}
-	if _, down := hostDown(d); !down || !fleet.IsHostDown(d) || hostDownPrefix != fleet.HostDownPrefix {
-		t.Errorf("ui's %q is not the fleet's %q", hostDownPrefix, fleet.HostDownPrefix)
+	if _, down := draw.HostDown(d); !down || !fleet.IsHostDown(d) || draw.HostDownPrefix != fleet.HostDownPrefix {
+		t.Errorf("ui's %q is not the fleet's %q", draw.HostDownPrefix, fleet.HostDownPrefix)
 	}
 }
 
@@ -27,7 +28,7 @@ func downFleet(t *testing.T) sampler.Snapshot {
 	snap := fixture(t, src, 10*time.Minute)
 	for i := range snap.Devices {
 		if snap.Devices[i].Hostname == "node-a" {
-			snap.Devices[i].Err = hostDownPrefix + "exporter not answering since 09:08:00 (last values shown)"
+			snap.Devices[i].Err = draw.HostDownPrefix + "exporter not answering since 09:08:00 (last values shown)"
 		}
 	}
 	return snap
@@ -110,16 +111,16 @@ func TestFleetAgeUnknown(t *testing.T) {
 func TestAgesNeverNegativeOrAbsurd(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		-30 * time.Second:                  "0s",
-		-2 * time.Hour:                     na,
+		-2 * time.Hour:                     draw.NA,
 		45 * time.Second:                   "45s",
 		26 * time.Hour:                     "1d02h",
-		fixedStart.Sub(time.Time{}):        na, // a year-0001 start time
-		time.Time{}.Sub(fixedStart):        na,
-		time.Duration(1<<63 - 1):           na,
-		time.Duration(-1 << 63):            na,
+		fixedStart.Sub(time.Time{}):        draw.NA, // a year-0001 start time
+		time.Time{}.Sub(fixedStart):        draw.NA,
+		time.Duration(1<<63 - 1):           draw.NA,
+		time.Duration(-1 << 63):            draw.NA,
 		100*365*24*time.Hour - time.Minute: "36499d23h",
 	} {
-		if got := fmtAge(d); got != want {
+		if got := draw.Age(d); got != want {
 			t.Errorf("fmtAge(%v) = %q, want %q", d, got, want)
 		}
 	}

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"time"
 
@@ -25,8 +27,8 @@ const (
 // gpuPane shows each GPU: a full panel with bar and sparkline, or one line
 // per GPU with an inline sparkline when there are many GPUs or little room.
 type gpuPane struct {
-	st      Styles
-	keys    keyMap
+	st      common.Styles
+	keys    common.KeyMap
 	th      advisor.Thresholds
 	width   int
 	height  int
@@ -34,7 +36,7 @@ type gpuPane struct {
 	compact bool
 	panelH  int
 	graphH  int                      // lines of the selected GPU's graph under the compact list
-	sev     sevIndex                 // the advisor's severity of each device
+	sev     draw.SevIndex            // the advisor's severity of each device
 	notify  *notifier                // what is watched (w); nil without --notify
 	claim   func(uuid string) string // who claimed a GPU (Options.Claim); nil: no claims
 	colHead bool                     // the compact list has its column header line
@@ -44,14 +46,14 @@ type gpuPane struct {
 	sel, off int
 }
 
-func newGPUPane(st Styles, keys keyMap, th advisor.Thresholds) gpuPane {
-	return gpuPane{st: st, keys: keys, th: th, span: defaultSpan, panelH: panelTextLines}
+func newGPUPane(st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
+	return gpuPane{st: st, keys: keys, th: th, span: draw.DefaultSpan, panelH: panelTextLines}
 }
 
 // SetSnapshot sets the devices shown.
 func (g *gpuPane) SetSnapshot(snap sampler.Snapshot) {
 	g.snap = snap
-	g.sel = clamp(g.sel, 0, len(snap.Devices)-1)
+	g.sel = draw.Clamp(g.sel, 0, len(snap.Devices)-1)
 	g.scroll()
 }
 
@@ -70,8 +72,8 @@ func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
 	procRoom := min(procWant, max(procMin, maxH/3))
 	full := n < compactAt && w >= fullMinWidth && n*panelTextLines+procRoom <= maxH
 	if full {
-		procs := clamp(procWant, procMin, maxH-n*panelTextLines)
-		g.panelH = clamp((maxH-procs)/n, panelTextLines, panelMaxLines)
+		procs := draw.Clamp(procWant, procMin, maxH-n*panelTextLines)
+		g.panelH = draw.Clamp((maxH-procs)/n, panelTextLines, panelMaxLines)
 		g.compact = false
 		g.height = n * g.panelH
 	} else {
@@ -82,7 +84,7 @@ func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
 		if g.colHead {
 			head = 1
 		}
-		g.height = clamp(n, 1, max(maxH-procMin-head, 1)) + head
+		g.height = draw.Clamp(n, 1, max(maxH-procMin-head, 1)) + head
 		// Room the process table does not want goes to a graph of the
 		// selected GPU under the list.
 		g.graphH = 0
@@ -123,7 +125,7 @@ func (g *gpuPane) scroll() {
 	if g.sel >= g.off+n {
 		g.off = g.sel - n + 1
 	}
-	g.off = clamp(g.off, 0, max(len(g.snap.Devices)-n, 0))
+	g.off = draw.Clamp(g.off, 0, max(len(g.snap.Devices)-n, 0))
 }
 
 // Update moves the selection.
@@ -140,7 +142,7 @@ func (g *gpuPane) Update(msg tea.Msg) tea.Cmd {
 		case key.Matches(k, g.keys.Bottom):
 			g.sel = n - 1
 		}
-		g.sel = clamp(g.sel, 0, n-1)
+		g.sel = draw.Clamp(g.sel, 0, n-1)
 		g.scroll()
 	}
 	return nil
@@ -184,11 +186,11 @@ func (g gpuPane) View() string {
 	}
 	devs := g.snap.Devices
 	if len(devs) == 0 {
-		return g.st.Dim.Render(fit("  no GPU found", g.width))
+		return g.st.Dim.Render(draw.Fit("  no GPU found", g.width))
 	}
 	var parts []string
 	if g.compact && g.colHead {
-		parts = append(parts, g.st.ColHeader.Render(fit(g.compactHeader(), g.width)))
+		parts = append(parts, g.st.ColHeader.Render(draw.Fit(g.compactHeader(), g.width)))
 	}
 	for i := g.off; i < len(devs) && i < g.off+g.perPage(); i++ {
 		if g.compact {
@@ -207,17 +209,17 @@ func (g gpuPane) View() string {
 
 // selectedGraph is the selected GPU's memory graph under the compact list.
 func (g gpuPane) selectedGraph(d sampler.Device) string {
-	title := g.st.Dim.Render(fit("  GPU "+deviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · dotted: warn / crit", g.width))
+	title := g.st.Dim.Render(draw.Fit("  GPU "+draw.DeviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · dotted: warn / crit", g.width))
 	p := g.sparkline(d, g.width-2, g.graphH-1)
 	if p == "" {
 		p = g.st.Dim.Render("  collecting history…")
 	} else {
-		p = indent(p, "  ")
+		p = Indent(p, "  ")
 	}
 	return title + "\n" + p
 }
 
-func indent(s, pre string) string {
+func Indent(s, pre string) string {
 	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
 }
 
@@ -234,7 +236,7 @@ func (g gpuPane) marker(sel bool) string {
 // name is the device's name; a MIG instance leads with its profile (its ID
 // already names the parent GPU).
 func (g gpuPane) name(d sampler.Device) string {
-	n := shortName(d.Name)
+	n := draw.ShortName(d.Name)
 	if d.MIG != nil && d.MIG.Profile != "" {
 		n = "MIG " + d.MIG.Profile + " · " + strings.TrimSpace(strings.Replace(n, "MIG "+d.MIG.Profile, "", 1))
 	}
@@ -272,7 +274,7 @@ func (g gpuPane) claimMark(d sampler.Device) string {
 // sevTag names the advisor's severity of the device in words, so it reads
 // without colour.
 func (g gpuPane) sevTag(d sampler.Device) string {
-	switch s := g.sev.of(d).Severity; s {
+	switch s := g.sev.Of(d).Severity; s {
 	case advisor.Warn:
 		return g.st.SeverityBadge(s).Render("WARN")
 	case advisor.Crit:
@@ -284,7 +286,7 @@ func (g gpuPane) sevTag(d sampler.Device) string {
 // sevWhy is why the device is in its state where its reading does not say
 // ("peak 86.7% 19 s ago"), in the severity's colour; "" when it does.
 func (g gpuPane) sevWhy(d sampler.Device) string {
-	s := g.sev.of(d)
+	s := g.sev.Of(d)
 	if s.Reason == "" || s.Severity == advisor.Info {
 		return ""
 	}
@@ -292,32 +294,32 @@ func (g gpuPane) sevWhy(d sampler.Device) string {
 }
 
 func (g gpuPane) panel(d sampler.Device, sel bool) string {
-	leftW := clamp(g.width*2/5, textBlockMin, 56)
+	leftW := draw.Clamp(g.width*2/5, textBlockMin, 56)
 	rightW := g.width - leftW - 2
-	sev := g.sev.of(d).Severity
-	title := g.marker(sel) + g.st.Title.Render("GPU "+deviceLabel(d)) + " " + g.watchMark(d) + g.claimMark(d) + g.name(d)
+	sev := g.sev.Of(d).Severity
+	title := g.marker(sel) + g.st.Title.Render("GPU "+draw.DeviceLabel(d)) + " " + g.watchMark(d) + g.claimMark(d) + g.name(d)
 	if tag := g.sevTag(d); tag != "" {
 		title += " " + tag
 	}
 	why := g.sevWhy(d)
-	if why != "" && cellWidth(title)+1+cellWidth(why) <= leftW {
+	if why != "" && common.CellWidth(title)+1+common.CellWidth(why) <= leftW {
 		title += " " + why
 		why = ""
 	}
-	pct := fmtPct(d.UsedPercent())
+	pct := draw.Pct(d.UsedPercent())
 	if d.MemoryTotal == 0 {
-		pct = na
+		pct = draw.NA
 	}
 	barW := leftW - 2 - 5
-	bar := "  " + memBar(g.st, d, sev, barW) + " " + g.st.Severity(sev).Render(fitRight(pct, 4))
-	mem := "  " + fmtBytes(d.MemoryUsed) + " / " + fmtBytes(d.MemoryTotal)
-	mem += g.st.Dim.Render(" · rsv " + fmtOptBytes(d.MemoryReserved))
-	info := "  util " + fmtOptPct(d.UtilizationPercent) + " · " + fmtTemp(d.TemperatureC)
+	bar := "  " + draw.MemBar(g.st, d, sev, barW) + " " + g.st.Severity(sev).Render(draw.FitRight(pct, 4))
+	mem := "  " + draw.Bytes(d.MemoryUsed) + " / " + draw.Bytes(d.MemoryTotal)
+	mem += g.st.Dim.Render(" · rsv " + draw.OptBytes(d.MemoryReserved))
+	info := "  util " + draw.OptPct(d.UtilizationPercent) + " · " + draw.Temp(d.TemperatureC)
 	if d.PowerWatts != nil {
-		info += " · " + fmtPower(d.PowerWatts)
+		info += " · " + draw.Power(d.PowerWatts)
 	}
-	if why, down := hostDown(d); down {
-		info = "  " + g.st.Warning.Render("last values, "+downShort(why))
+	if why, down := draw.HostDown(d); down {
+		info = "  " + g.st.Warning.Render("last values, "+draw.DownShort(why))
 	} else if d.Err != "" {
 		info = "  " + g.st.Error.Render("error: "+d.Err)
 	}
@@ -328,7 +330,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 	}
 	if c := g.claimOf(d); c != "" {
 		claimed := g.st.Warning.Render("claimed by " + c)
-		if cellWidth(title)+1+cellWidth(claimed) <= leftW {
+		if common.CellWidth(title)+1+common.CellWidth(claimed) <= leftW {
 			title += " " + claimed
 			lines[0] = title
 		} else if g.panelH > len(lines) {
@@ -338,13 +340,13 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		}
 	}
 	if g.panelH > len(lines) {
-		lines = append(lines, g.st.Dim.Render("  free "+fmtBytes(d.MemoryFree)+" · peak "+fmtBytes(d.PeakUsed)))
+		lines = append(lines, g.st.Dim.Render("  free "+draw.Bytes(d.MemoryFree)+" · peak "+draw.Bytes(d.PeakUsed)))
 	}
 	for len(lines) < g.panelH {
 		lines = append(lines, "")
 	}
 	for i := range lines {
-		lines[i] = fit(lines[i], leftW)
+		lines[i] = draw.Fit(lines[i], leftW)
 	}
 	lines = lines[:g.panelH]
 	if rightW < 10 {
@@ -356,10 +358,10 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		// Too few rows for a graph that sets the lines apart: a line of
 		// blocks, coloured by the level each column reached.
 		now := g.snap.Time
-		span := spanFor(d.History, now, g.snap.Interval, g.span, rightW)
-		right = inlineSpark(g.st, series(d.History, now.Add(-span), now.Add(1), rightW), float64(d.MemoryTotal)/gib, g.th)
+		span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, rightW)
+		right = draw.InlineSpark(g.st, draw.Series(d.History, now.Add(-span), now.Add(1), rightW), float64(d.MemoryTotal)/draw.GiB, g.th)
 	case right == "":
-		right = g.st.Dim.Render(fit("collecting history…", rightW))
+		right = g.st.Dim.Render(draw.Fit("collecting history…", rightW))
 	}
 	return besides(lines, leftW, "  ", right)
 }
@@ -393,40 +395,40 @@ func besides(left []string, leftW int, sep, block string) string {
 // sparkline is the plot of the device's used memory beside its panel,
 // peak-held per column, with the thresholds drawn.
 func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
-	spec := plotSpec{width: w, height: h, totalGiB: float64(d.MemoryTotal) / gib, th: g.th}
-	n := plotDots(spec)
+	spec := draw.PlotSpec{Width: w, Height: h, TotalGiB: float64(d.MemoryTotal) / draw.GiB, Th: g.th}
+	n := draw.PlotDots(spec)
 	if n < 2 || d.History.Len() == 0 {
 		return ""
 	}
 	now := g.snap.Time
-	span := spanFor(d.History, now, g.snap.Interval, g.span, n)
-	spec.lines = []plotLine{{vals: series(d.History, now.Add(-span), now.Add(1), n)}}
-	return plot(g.st, spec)
+	span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, n)
+	spec.Lines = []draw.PlotLine{{Vals: draw.Series(d.History, now.Add(-span), now.Add(1), n)}}
+	return draw.Plot(g.st, spec)
 }
 
 // compactWidths are the widths of the compact line's ID, name and bar.
 func (g gpuPane) compactWidths() (idW, nameW, barW int) {
 	idW = 3
 	for _, x := range g.snap.Devices {
-		idW = max(idW, len(deviceLabel(x)))
+		idW = max(idW, len(draw.DeviceLabel(x)))
 	}
-	return idW, clamp(g.width/8, 6, 16), clamp(g.width/6, 8, 30)
+	return idW, draw.Clamp(g.width/8, 6, 16), draw.Clamp(g.width/6, 8, 30)
 }
 
 // compactHeader names the columns of the compact lines: USE% is the
 // memory used of the GPU's total, UTIL its compute utilisation.
 func (g gpuPane) compactHeader() string {
 	idW, nameW, barW := g.compactWidths()
-	return "  " + fit("GPU", idW) + " " + fit("NAME", nameW) + " " + fit("MEMORY", barW) + " " +
-		fitRight("USED/TOTAL", 13) + " " + fitRight("USE%", 4) + " " + fit("", 4) + " " +
-		fitRight("UTIL", 4) + " " + fitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(fmtSpan(g.shownSpan()))
+	return "  " + draw.Fit("GPU", idW) + " " + draw.Fit("NAME", nameW) + " " + draw.Fit("MEMORY", barW) + " " +
+		draw.FitRight("USED/TOTAL", 13) + " " + draw.FitRight("USE%", 4) + " " + draw.Fit("", 4) + " " +
+		draw.FitRight("UTIL", 4) + " " + draw.FitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(draw.Span(g.shownSpan()))
 }
 
 // shownSpan is the span the selected GPU's history fills of the one asked
 // for (z): the compact header and the status line after z both say it.
 func (g gpuPane) shownSpan() time.Duration {
 	if d, ok := g.Selected(); ok {
-		return spanFor(d.History, g.snap.Time, g.snap.Interval, g.span, 1)
+		return draw.SpanFor(d.History, g.snap.Time, g.snap.Interval, g.span, 1)
 	}
 	return g.span
 }
@@ -434,11 +436,11 @@ func (g gpuPane) shownSpan() time.Duration {
 func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	w := g.width
 	idW, nameW, barW := g.compactWidths()
-	sev := g.sev.of(d).Severity
-	mem := fmtBytesShort(d.MemoryUsed) + "/" + fmtBytesShort(d.MemoryTotal)
-	pct := fmtPct(d.UsedPercent())
+	sev := g.sev.Of(d).Severity
+	mem := draw.BytesShort(d.MemoryUsed) + "/" + draw.BytesShort(d.MemoryTotal)
+	pct := draw.Pct(d.UsedPercent())
 	if d.MemoryTotal == 0 {
-		pct = na
+		pct = draw.NA
 	}
 	tag := g.sevTag(d)
 	if tag == "" {
@@ -449,29 +451,29 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 		name = "MIG " + d.MIG.Profile
 	}
 	mark := g.watchMark(d) + g.claimMark(d)
-	name = mark + elideName(name, nameW-cellWidth(mark))
-	line := g.marker(sel) + fit(deviceLabel(d), idW) + " " + fit(name, nameW) + " " +
-		memBar(g.st, d, sev, barW) + " " + fitRight(mem, 13) + " " + g.st.Severity(sev).Render(fitRight(pct, 4)) + " " + tag
-	if why, down := hostDown(d); down {
+	name = mark + draw.ElideName(name, nameW-common.CellWidth(mark))
+	line := g.marker(sel) + draw.Fit(draw.DeviceLabel(d), idW) + " " + draw.Fit(name, nameW) + " " +
+		draw.MemBar(g.st, d, sev, barW) + " " + draw.FitRight(mem, 13) + " " + g.st.Severity(sev).Render(draw.FitRight(pct, 4)) + " " + tag
+	if why, down := draw.HostDown(d); down {
 		// The last values seen, dimmed, and since when.
-		return g.st.pDim.on(ansi.Strip(fit(line+" last values, "+downShort(why), w)))
+		return g.st.PDim.On(ansi.Strip(draw.Fit(line+" last values, "+draw.DownShort(why), w)))
 	}
 	if d.Err != "" {
-		return fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
+		return draw.Fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
 	}
-	line += " " + fitRight(fmtOptPct(d.UtilizationPercent), 4) + " " + fitRight(fmtTemp(d.TemperatureC), 5) + " "
-	if st := g.sev.of(d); st.Reason != "" && st.Severity != advisor.Info {
+	line += " " + draw.FitRight(draw.OptPct(d.UtilizationPercent), 4) + " " + draw.FitRight(draw.Temp(d.TemperatureC), 5) + " "
+	if st := g.sev.Of(d); st.Reason != "" && st.Severity != advisor.Info {
 		// The note drops whole words rather than cut a figure.
-		if why := elide(st.Reason, w-lipgloss.Width(line)-1); why != "" && why != "…" {
+		if why := draw.Elide(st.Reason, w-lipgloss.Width(line)-1); why != "" && why != "…" {
 			line += g.st.Severity(st.Severity).Render(why) + " "
 		}
 	}
 	rest := w - lipgloss.Width(line)
 	if rest >= 4 && d.History.Len() > 0 {
 		now := g.snap.Time
-		span := spanFor(d.History, now, g.snap.Interval, g.span, rest)
-		vals := series(d.History, now.Add(-span), now.Add(1), rest)
-		line += inlineSpark(g.st, vals, float64(d.MemoryTotal)/gib, g.th)
+		span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, rest)
+		vals := draw.Series(d.History, now.Add(-span), now.Add(1), rest)
+		line += draw.InlineSpark(g.st, vals, float64(d.MemoryTotal)/draw.GiB, g.th)
 	}
-	return fit(line, w)
+	return draw.Fit(line, w)
 }

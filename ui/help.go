@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -15,23 +17,23 @@ import (
 // helpScreen lists every key the current screen takes and what the marks
 // mean, in a viewport that scrolls when it does not fit.
 type helpScreen struct {
-	st     Styles
-	keys   keyMap
+	st     common.Styles
+	keys   common.KeyMap
 	th     advisor.Thresholds
 	title  string
 	groups [][]key.Binding
 	width  int
 	height int
-	pg     pager
+	pg     draw.Pager
 }
 
 func newHelpScreen() helpScreen {
-	return helpScreen{pg: newPager()}
+	return helpScreen{pg: draw.NewPager()}
 }
 
-func (h *helpScreen) setStyles(st Styles, keys keyMap, th advisor.Thresholds, title string) {
+func (h *helpScreen) setStyles(st common.Styles, keys common.KeyMap, th advisor.Thresholds, title string) {
 	h.st, h.keys, h.th, h.title = st, keys, th, title
-	h.pg.setKeys(keys)
+	h.pg.SetKeys(keys)
 	h.refresh()
 }
 
@@ -80,7 +82,7 @@ func (h *helpScreen) View() string {
 	if !h.pg.Overflows() {
 		return h.pg.View()
 	}
-	return h.pg.View() + "\n" + h.st.Dim.Render(fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
+	return h.pg.View() + "\n" + h.st.Dim.Render(draw.Fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
 }
 
 // columnLegend says what each column of the process table holds; the
@@ -97,14 +99,14 @@ func (h *helpScreen) content() string {
 	for _, g := range h.groups {
 		for _, b := range g {
 			if b.Enabled() {
-				lines = append(lines, st.Accent.Render(fit(b.Help().Key, 9))+" "+b.Help().Desc)
+				lines = append(lines, st.Accent.Render(draw.Fit(b.Help().Key, 9))+" "+b.Help().Desc)
 			}
 		}
 	}
 	th := h.th
 	legend := strings.Join([]string{
 		st.Title.Render("What the marks mean"),
-		st.Severity(advisor.Info).Render(glyphUsed+glyphUsed) + " used  " + st.Reserved.Render(glyphReserved+glyphReserved) + " reserved by the driver  " + st.Free.Render(glyphFree+glyphFree) + " free",
+		st.Severity(advisor.Info).Render(common.GlyphUsed+common.GlyphUsed) + " used  " + st.Reserved.Render(common.GlyphReserved+common.GlyphReserved) + " reserved by the driver  " + st.Free.Render(common.GlyphFree+common.GlyphFree) + " free",
 		fmt.Sprintf("bars and graphs turn %s at %.0f%% and %s at %.0f%% (--warn, --crit); dotted lines mark those levels",
 			st.Severity(advisor.Warn).Render("yellow / WARN"), th.Warn, st.Severity(advisor.Crit).Render("red / CRIT"), th.Crit),
 		"graphs keep the peak of each column: a short spike the sampler saw stays visible",
@@ -120,7 +122,7 @@ func (h *helpScreen) content() string {
 	for _, l := range lines {
 		colW = max(colW, lipgloss.Width(l))
 	}
-	ncol := clamp(h.width/(colW+3), 1, 4)
+	ncol := draw.Clamp(h.width/(colW+3), 1, 4)
 	rows := (len(lines) + ncol - 1) / ncol
 	var cols []string
 	for c := 0; c < ncol; c++ {
@@ -130,7 +132,7 @@ func (h *helpScreen) content() string {
 		}
 		col := make([]string, 0, rows)
 		for _, l := range lines[lo:hi] {
-			col = append(col, fit(l, colW+3))
+			col = append(col, draw.Fit(l, colW+3))
 		}
 		cols = append(cols, strings.Join(col, "\n"))
 	}
@@ -140,5 +142,5 @@ func (h *helpScreen) content() string {
 	// (nvidia-smi) is kept whole by wrapping it with hyphens that do not
 	// break, of the same width.
 	legend = strings.ReplaceAll(ansi.Wordwrap(strings.ReplaceAll(legend, "-", "\u2011"), h.width, ""), "\u2011", "-")
-	return clampLines(title+"\n\n"+grid+"\n\n"+legend, h.width, 1<<20)
+	return draw.ClampLines(title+"\n\n"+grid+"\n\n"+legend, h.width, 1<<20)
 }

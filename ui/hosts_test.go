@@ -2,6 +2,8 @@ package ui
 
 import (
 	"bytes"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +72,7 @@ func TestWriteTableFleetHosts(t *testing.T) {
 		}
 		hosts[host] = true
 		if host == "node-c" {
-			if !strings.Contains(l, unlistedText) {
+			if !strings.Contains(l, draw.UnlistedText) {
 				t.Errorf("node-c row should say its processes are not listed: %q", l)
 			}
 			unlisted++
@@ -106,8 +108,8 @@ func TestWriteTableOneHostLabels(t *testing.T) {
 		t.Fatalf("want one row per GPU, got %d:\n%s", len(procs), out)
 	}
 	for i, l := range procs {
-		if f := strings.Fields(l); f[0] != []string{"0", "1"}[i] || !strings.Contains(l, unlistedText) {
-			t.Errorf("row %d = %q, want GPU %d and %q", i, l, i, unlistedText)
+		if f := strings.Fields(l); f[0] != []string{"0", "1"}[i] || !strings.Contains(l, draw.UnlistedText) {
+			t.Errorf("row %d = %q, want GPU %d and %q", i, l, i, draw.UnlistedText)
 		}
 	}
 }
@@ -118,8 +120,8 @@ func TestWriteTableOneHostLabels(t *testing.T) {
 // totals, and without unattributed memory.
 func TestProcPaneSeveralHosts(t *testing.T) {
 	snap := fleetSnap(t)
-	p := newProcPane(&outbox{})
-	p.setStyles(NewStyles(true, true), newKeyMap(false))
+	p := newProcPane(&common.Outbox{})
+	p.setStyles(common.NewStyles(true, true), common.NewKeyMap(false))
 	p.SetUser(testUser)
 	p.SetSize(140, 40)
 	p.SetSnapshot(snap)
@@ -145,7 +147,7 @@ func TestProcPaneSeveralHosts(t *testing.T) {
 		t.Error("node-c has no row")
 	}
 	view := p.View()
-	for _, want := range []string{"node-a:0", "node-b:1", "node-c:0", unlistedText} {
+	for _, want := range []string{"node-a:0", "node-b:1", "node-c:0", draw.UnlistedText} {
 		if !strings.Contains(view, want) {
 			t.Errorf("view lacks %q:\n%s", want, view)
 		}
@@ -180,7 +182,7 @@ func TestFleetUnlistedHost(t *testing.T) {
 	if strings.Contains(s, "no GPU processes") || strings.Contains(s, "unattributed") {
 		t.Errorf("node-c reads as having no processes:\n%s", s)
 	}
-	if n := strings.Count(s, unlistedText); n != 2 {
+	if n := strings.Count(s, draw.UnlistedText); n != 2 {
 		t.Errorf("%d unlisted rows, want one per GPU:\n%s", n, s)
 	}
 	// One host on screen: the plain GPU label.

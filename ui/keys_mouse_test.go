@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
 	"strings"
 	"syscall"
 	"testing"
@@ -267,7 +268,7 @@ func TestUtilizationAndShareColumns(t *testing.T) {
 			}
 		}
 	}
-	once := ansi.Strip(renderTable(NewStyles(true, true), snap, m.opts.Thresholds))
+	once := ansi.Strip(renderTable(common.NewStyles(true, true), snap, m.opts.Thresholds))
 	if !strings.Contains(once, "GPU%") || !strings.Contains(once, "GMEM%") {
 		t.Errorf("--once should have both columns:\n%s", once)
 	}

@@ -3,6 +3,8 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,9 +74,9 @@ var signalList = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHU
 // killPrompt asks to confirm a signal to the selected process: SIGTERM,
 // then SIGKILL on a second K.
 type killPrompt struct {
-	st       Styles
-	keys     keyMap
-	out      *outbox
+	st       common.Styles
+	keys     common.KeyMap
+	out      *common.Outbox
 	open     openFunc
 	now      func() time.Time
 	termSent map[sampler.ProcessKey]bool
@@ -83,7 +85,7 @@ type killPrompt struct {
 	width    int
 }
 
-func newKillPrompt(out *outbox, now func() time.Time) killPrompt {
+func newKillPrompt(out *common.Outbox, now func() time.Time) killPrompt {
 	return killPrompt{out: out, open: openProcess, now: now, termSent: map[sampler.ProcessKey]bool{}}
 }
 
@@ -98,29 +100,29 @@ func (k *killPrompt) Bindings() []key.Binding { return []key.Binding{k.keys.Yes,
 // holds it and opens the prompt; the returned command expires it.
 func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 	if r.kind != rowProc {
-		k.out.status(true, "select a process to signal")
+		k.out.Status(true, "select a process to signal")
 		return nil
 	}
 	p := r.proc
 	switch {
 	case c.replay:
-		k.out.status(true, "PID %d is in a recording: there is no live process to signal", p.PID)
+		k.out.Status(true, "PID %d is in a recording: there is no live process to signal", p.PID)
 		return nil
 	case c.fleet:
-		k.out.status(true, "PID %d runs on %s: signal it on that host", p.PID, c.host)
+		k.out.Status(true, "PID %d runs on %s: signal it on that host", p.PID, c.host)
 		return nil
 	case p.Exited:
-		k.out.status(true, "PID %d has already exited", p.PID)
+		k.out.Status(true, "PID %d has already exited", p.PID)
 		return nil
 	case !p.Visible:
-		k.out.status(true, "PID %d is in another PID namespace: it cannot be signalled from here", p.PID)
+		k.out.Status(true, "PID %d is in another PID namespace: it cannot be signalled from here", p.PID)
 		return nil
 	case !c.demo && c.euid != 0 && (p.UID == nil || int64(*p.UID) != int64(c.euid)):
 		owner := p.User
 		if owner == "" {
 			owner = "another user"
 		}
-		k.out.status(true, "PID %d belongs to %s: only your own processes can be signalled (root can signal any)", p.PID, owner)
+		k.out.Status(true, "PID %d belongs to %s: only your own processes can be signalled (root can signal any)", p.PID, owner)
 		return nil
 	}
 	k.close()
@@ -137,7 +139,7 @@ func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 	if !c.demo {
 		h, err := k.open(procsignal.Target{PID: p.PID, StartTime: p.StartTime, UID: p.UID})
 		if err != nil {
-			k.out.status(true, "nothing sent: %s", refusal(err))
+			k.out.Status(true, "nothing sent: %s", refusal(err))
 			return nil
 		}
 		np.h = h
@@ -173,7 +175,7 @@ func (k *killPrompt) Seen(snap sampler.Snapshot) {
 	}
 	pid := k.p.pid
 	k.close()
-	k.out.status(true, "PID %d exited before the answer: nothing sent", pid)
+	k.out.Status(true, "PID %d exited before the answer: nothing sent", pid)
 }
 
 // close ends the prompt and lets the process go.
@@ -191,7 +193,7 @@ func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
 		if k.p != nil && msg.gen == k.p.gen {
 			pid := k.p.pid
 			k.close()
-			k.out.status(true, "the prompt for PID %d expired after %s: nothing sent", pid, fmtSpan(promptTTL))
+			k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", pid, draw.Span(promptTTL))
 		}
 	case tea.KeyPressMsg:
 		if k.p == nil {
@@ -212,7 +214,7 @@ func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
 			k.confirm()
 		case key.Matches(msg, k.keys.No):
 			k.close()
-			k.out.status(false, "nothing sent")
+			k.out.Status(false, "nothing sent")
 		case msg.String() == "ctrl+c":
 			k.close()
 			return tea.Quit
@@ -225,7 +227,7 @@ func (k *killPrompt) confirm() {
 	p := k.p
 	defer k.close()
 	if !k.now().Before(p.until) {
-		k.out.status(true, "the prompt for PID %d expired after %s: nothing sent", p.pid, fmtSpan(promptTTL))
+		k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", p.pid, draw.Span(promptTTL))
 		return
 	}
 	if p.demo {
@@ -233,19 +235,19 @@ func (k *killPrompt) confirm() {
 		if p.sig == syscall.SIGTERM {
 			k.termSent[p.key] = true
 		}
-		k.out.status(false, "demo: %s not sent, PID %d is not a real process", sigName(p.sig), p.pid)
+		k.out.Status(false, "demo: %s not sent, PID %d is not a real process", sigName(p.sig), p.pid)
 		return
 	}
 	if err := p.h.Signal(p.sig); err != nil {
-		k.out.status(true, "%s to PID %d not sent: %s", sigName(p.sig), p.pid, refusal(err))
+		k.out.Status(true, "%s to PID %d not sent: %s", sigName(p.sig), p.pid, refusal(err))
 		return
 	}
 	switch p.sig {
 	case syscall.SIGTERM:
 		k.termSent[p.key] = true
-		k.out.status(false, "sent SIGTERM to PID %d (%s); K again offers SIGKILL", p.pid, p.what)
+		k.out.Status(false, "sent SIGTERM to PID %d (%s); K again offers SIGKILL", p.pid, p.what)
 	default:
-		k.out.status(false, "sent %s to PID %d (%s)", sigName(p.sig), p.pid, p.what)
+		k.out.Status(false, "sent %s to PID %d (%s)", sigName(p.sig), p.pid, p.what)
 	}
 }
 
@@ -282,10 +284,10 @@ func (k *killPrompt) View() string {
 			}
 		}
 		// The command is left out so that the list fits 80 columns.
-		return fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
+		return draw.Fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
 			" "+b.String()+" ←/→ y/n"+note, k.width)
 	}
-	return fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
+	return draw.Fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
 		" y/n"+note, k.width)
 }
 

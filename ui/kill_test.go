@@ -3,6 +3,7 @@
 package ui
 
 import (
+	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,9 +23,9 @@ import (
 func shownChild(t *testing.T, shift time.Duration) (*exec.Cmd, sampler.Snapshot) {
 	t.Helper()
 	c, info := testbin.Sleeper(t)
-	used, uid := uint64(gib), info.UID
+	used, uid := uint64(draw.GiB), info.UID
 	snap := sampler.Snapshot{Time: time.Now(), Interval: time.Second, Devices: []sampler.Device{{
-		ID: "0", Name: "H200", MemoryTotal: 100 * gib, MemoryUsed: 2 * gib, MemoryFree: 98 * gib,
+		ID: "0", Name: "H200", MemoryTotal: 100 * draw.GiB, MemoryUsed: 2 * draw.GiB, MemoryFree: 98 * draw.GiB,
 		Processes: []sampler.Process{{PID: uint32(c.Process.Pid), User: "me", UID: &uid, Command: "sleep 60", UsedBytes: &used,
 			Type: "compute", Visible: true, StartTime: info.StartTime.Add(shift)}},
 	}}}

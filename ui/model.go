@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"strconv"
 	"strings"
@@ -43,8 +45,6 @@ const (
 // Graph spans the z key cycles through; the first is the default.
 var spans = []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour, time.Minute}
 
-const defaultSpan = 5 * time.Minute
-
 // intervalSteps are the sampling intervals the +/- keys step along.
 var intervalSteps = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
 	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
@@ -79,11 +79,11 @@ const staleAfter = 3
 // shown, the screen, the focus, the alerts and the status line.
 type Model struct {
 	opts  Options
-	keys  keyMap
-	st    Styles
+	keys  common.KeyMap
+	st    common.Styles
 	cfg   advisor.Config
 	snaps <-chan sampler.Snapshot
-	out   outbox
+	out   common.Outbox
 
 	width, height int
 	// bodyTop is the screen line where the body starts (under the header
@@ -149,7 +149,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m := &Model{
 		opts:     opts,
-		keys:     newKeyMap(opts.Replay != nil),
+		keys:     common.NewKeyMap(opts.Replay != nil),
 		cfg:      advisor.Config{Thresholds: opts.Thresholds, User: opts.User},
 		snaps:    snaps,
 		critSeen: map[string]bool{},
@@ -178,14 +178,14 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		return advisor.Advise(s, t, cfg)
 	}
 	m.observe = m.newMonitor()
-	m.setStyles(NewStyles(true, noColor()))
+	m.setStyles(common.NewStyles(true, noColor()))
 	if opts.Replay != nil {
 		m.replayStatus = opts.Replay.Status()
 	}
 	return m
 }
 
-func (m *Model) setStyles(st Styles) {
+func (m *Model) setStyles(st common.Styles) {
 	m.st = st
 	m.header.st, m.banner.st, m.footer.st = st, st, st
 	m.gpus = gpuPaneWith(m.gpus, st, m.keys, m.opts.Thresholds)
@@ -200,10 +200,10 @@ func (m *Model) setStyles(st Styles) {
 	m.alertv.setStyles(st, m.keys, m.title())
 }
 
-func gpuPaneWith(g gpuPane, st Styles, keys keyMap, th advisor.Thresholds) gpuPane {
+func gpuPaneWith(g gpuPane, st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
 	g.st, g.keys, g.th = st, keys, th
 	if g.span == 0 {
-		g.span = defaultSpan
+		g.span = draw.DefaultSpan
 	}
 	if g.panelH == 0 {
 		g.panelH = panelTextLines
@@ -238,7 +238,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case tea.BackgroundColorMsg:
-		m.setStyles(NewStyles(msg.IsDark(), noColor()))
+		m.setStyles(common.NewStyles(msg.IsDark(), noColor()))
 	case snapshotMsg:
 		cmd = m.onSnapshot(sampler.Snapshot(msg))
 	case sourceEnded:
@@ -318,16 +318,16 @@ func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 func (m *Model) handleRequests() tea.Cmd {
 	var cmds []tea.Cmd
 	for {
-		reqs := m.out.take()
+		reqs := m.out.Take()
 		if len(reqs) == 0 {
 			return tea.Batch(cmds...)
 		}
 		for _, r := range reqs {
 			switch r := r.(type) {
-			case statusLine:
-				m.status, m.statusErr = r.text, r.err
-			case openDetail:
-				m.openDetail(advisor.Target{DeviceID: r.dev, PID: r.pid}, r.start)
+			case common.StatusLine:
+				m.status, m.statusErr = r.Text, r.Err
+			case common.OpenDetail:
+				m.openDetail(advisor.Target{DeviceID: r.Dev, PID: r.PID}, r.Start)
 			case killRequest:
 				cmds = append(cmds, m.prompt.Ask(r.row, killContext{
 					replay: m.opts.Replay != nil, fleet: m.fleet, host: m.host, demo: m.snap.Demo, euid: m.euid,
@@ -421,7 +421,7 @@ func (m *Model) show(s sampler.Snapshot) {
 		m.setStyles(m.st)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
-	sev := newSevIndex(m.alerts)
+	sev := draw.NewSevIndex(m.alerts)
 	m.gpus.sev, m.hosts.sev, m.detail.sev = sev, sev, sev
 	m.hosts.SetSnapshot(s)
 	m.view = s
@@ -443,7 +443,7 @@ func (m *Model) refreshDetail() {
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
-	m.out.status(err, format, args...)
+	m.out.Status(err, format, args...)
 }
 
 // onKey routes a key: to a component that takes every key (the filter
@@ -600,9 +600,9 @@ func (m *Model) spanStatus() string {
 		shown = m.gpus.shownSpan()
 	}
 	if shown < asked {
-		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", fmtSpan(shown), fmtSpan(asked))
+		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", draw.Span(shown), draw.Span(asked))
 	}
-	return "graphs show the last " + fmtSpan(shown)
+	return "graphs show the last " + draw.Span(shown)
 }
 
 func (m *Model) openDetail(t advisor.Target, start int64) {
@@ -623,7 +623,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		for _, r := range procRows(m.view, m.procs.User(), nil) {
 			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
-				m.out.post(killRequest{row: r, list: key.Matches(k, m.keys.Signal)})
+				m.out.Post(killRequest{row: r, list: key.Matches(k, m.keys.Signal)})
 				return nil
 			}
 		}
@@ -635,7 +635,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // helpGroups are the keys of the help screen, by theme.
-func (m *Model) helpGroups() [][]key.Binding { return m.keys.helpGroups() }
+func (m *Model) helpGroups() [][]key.Binding { return m.keys.HelpGroups() }
 
 // minSize is the smallest terminal the view fits: the process table's
 // narrow form with minLastWidth of its command (from its column table);
@@ -758,13 +758,13 @@ func (m *Model) render() string {
 		msg := "terminal too small (need " + strconv.Itoa(mw) + "×" + strconv.Itoa(mh) + ")"
 		// Wrapped at the width rather than cut: the size it needs is the
 		// point of the message.
-		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, clampLines(ansi.Wordwrap(msg, m.width, ""), m.width, m.height))
+		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.width, ""), m.width, m.height))
 	}
 	if m.showHelp {
-		return padLines(clampLines(m.help.View(), m.width, m.height), m.height)
+		return draw.PadLines(draw.ClampLines(m.help.View(), m.width, m.height), m.height)
 	}
 	if m.showAlerts {
-		return padLines(clampLines(m.alertv.View(), m.width, m.height-1), m.height-1) + "\n" + m.footer.View()
+		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.width, m.height-1), m.height-1) + "\n" + m.footer.View()
 	}
 	parts := []string{m.header.View()}
 	if b := m.banner.View(); b != "" {
@@ -772,7 +772,7 @@ func (m *Model) render() string {
 	}
 	parts = append(parts, m.bodyView())
 	// The footer sits on the last line.
-	body := padLines(clampLines(strings.Join(parts, "\n"), m.width, m.height-1), m.height-1)
+	body := draw.PadLines(draw.ClampLines(strings.Join(parts, "\n"), m.width, m.height-1), m.height-1)
 	return body + "\n" + m.footer.View()
 }
 

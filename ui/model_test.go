@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"image/color"
 	"math"
 	"regexp"
@@ -41,7 +43,7 @@ func newTestModel(opts Options) (*Model, *[]string) {
 	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
 		return &fakeHandle{t: t, log: &killed}, nil
 	}
-	m.setStyles(NewStyles(true, true))
+	m.setStyles(common.NewStyles(true, true))
 	return m, &killed
 }
 
@@ -201,10 +203,10 @@ func TestOddSnapshotsNeverPanic(t *testing.T) {
 	odd := []sampler.Snapshot{
 		{},
 		{Devices: []sampler.Device{{ID: "0"}}},
-		{Devices: []sampler.Device{{ID: "0", MemoryUsed: 5 * gib, Err: "GPU is lost"}}},
-		{Devices: []sampler.Device{{ID: "0", MemoryTotal: 10 * gib, MemoryUsed: 20 * gib, MemoryReserved: &zero,
+		{Devices: []sampler.Device{{ID: "0", MemoryUsed: 5 * draw.GiB, Err: "GPU is lost"}}},
+		{Devices: []sampler.Device{{ID: "0", MemoryTotal: 10 * draw.GiB, MemoryUsed: 20 * draw.GiB, MemoryReserved: &zero,
 			Processes: []sampler.Process{{PID: 1}, {PID: 2, Exited: true}}}}},
-		{Devices: []sampler.Device{{ID: "0", MemoryTotal: gib, History: sampler.WindowOf([]time.Time{fixedStart}, []uint64{gib})}}, Time: fixedStart},
+		{Devices: []sampler.Device{{ID: "0", MemoryTotal: draw.GiB, History: sampler.WindowOf([]time.Time{fixedStart}, []uint64{draw.GiB})}}, Time: fixedStart},
 	}
 	for i, s := range odd {
 		for _, sz := range [][2]int{{80, 24}, {200, 60}} {
@@ -455,7 +457,7 @@ func TestExitedDimmedWithPeak(t *testing.T) {
 	// carol's eval.py exits at 5 minutes; the snapshot at 6 still lists it.
 	snap := fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 6*time.Minute)
 	m := newReady(snap, [2]int{120, 40})
-	m.setStyles(NewStyles(true, false))
+	m.setStyles(common.NewStyles(true, false))
 	var line string
 	for _, r := range m.procs.rows {
 		if r.proc.User == "carol" {
@@ -950,7 +952,7 @@ func TestReplaySeekBackRestartsTheRules(t *testing.T) {
 
 func TestBackgroundAndNoColor(t *testing.T) {
 	m, _ := newTestModel(Options{})
-	m.setStyles(NewStyles(true, false))
+	m.setStyles(common.NewStyles(true, false))
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
 	dark := m.View().Content
 	send(m, tea.BackgroundColorMsg{Color: color.White})
@@ -1149,7 +1151,7 @@ func TestAlertsBannerAndScreen(t *testing.T) {
 	banner := strings.Split(screenText(m), "\n")[1:5]
 	named := 0
 	for _, a := range m.alerts {
-		pid := pidIn(alertText(m.snap, a))
+		pid := pidIn(draw.AlertText(m.snap, a))
 		if pid == "" {
 			continue
 		}

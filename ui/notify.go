@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"strconv"
 	"strings"
@@ -115,10 +116,10 @@ func isFree(d sampler.Device, th advisor.Thresholds) bool {
 
 // freeText says why d is free.
 func freeText(d sampler.Device, th advisor.Thresholds) string {
-	s := fmtBytes(d.MemoryUsed) + " of " + fmtBytes(d.MemoryTotal) + " used (" + fmtPct(d.UsedPercent()) + ")"
+	s := draw.Bytes(d.MemoryUsed) + " of " + draw.Bytes(d.MemoryTotal) + " used (" + draw.Pct(d.UsedPercent()) + ")"
 	for _, p := range d.Processes {
 		if !p.Exited {
-			return s + ", under the " + fmtPct(th.Warn) + " warning line"
+			return s + ", under the " + draw.Pct(th.Warn) + " warning line"
 		}
 	}
 	return s + ", no processes"

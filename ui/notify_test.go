@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 
@@ -60,9 +61,9 @@ func TestTerminalProto(t *testing.T) {
 
 // gpuSnap is a snapshot of one 80 GiB GPU with used GiB and n processes.
 func gpuSnap(used uint64, nproc int) sampler.Snapshot {
-	d := sampler.Device{ID: "0", Name: "NVIDIA H100", MemoryTotal: 80 * gib, MemoryUsed: used * gib, MemoryFree: (80 - used) * gib, Processes: []sampler.Process{}}
+	d := sampler.Device{ID: "0", Name: "NVIDIA H100", MemoryTotal: 80 * draw.GiB, MemoryUsed: used * draw.GiB, MemoryFree: (80 - used) * draw.GiB, Processes: []sampler.Process{}}
 	for i := 0; i < nproc; i++ {
-		d.Processes = append(d.Processes, sampler.Process{PID: uint32(100 + i), UsedBytes: sampler.Ptr(uint64(gib)), Visible: true})
+		d.Processes = append(d.Processes, sampler.Process{PID: uint32(100 + i), UsedBytes: sampler.Ptr(uint64(draw.GiB)), Visible: true})
 	}
 	return sampler.Snapshot{Time: fixedStart, Devices: []sampler.Device{d}}
 }

@@ -3,6 +3,8 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"slices"
 	"sort"
 	"strconv"
@@ -99,13 +101,13 @@ const (
 // order: per device its processes, then its unattributed memory. The live
 // view and the --once table both start from them.
 func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
-	withHost := severalHosts(snap)
+	withHost := draw.SeveralHosts(snap)
 	for _, d := range snap.Devices {
-		label := procDeviceLabel(d, withHost)
-		if age, old := listAge(snap, d); old {
+		label := draw.ProcDeviceLabel(d, withHost)
+		if age, old := draw.ListAge(snap, d); old {
 			// The device's processes are from an older list: say how old,
 			// beside each of their figures.
-			label += " " + fmtAge(age) + " old"
+			label += " " + draw.Age(age) + " old"
 		}
 		if d.NoProcessList {
 			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
@@ -119,7 +121,7 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: user != "" && pr.User == user}
 			if pr.UsedBytes != nil && !pr.Exited {
 				r.bytes, r.hasBytes = *pr.UsedBytes, true
-				r.pct = percent(r.bytes, d.MemoryTotal)
+				r.pct = draw.Percent(r.bytes, d.MemoryTotal)
 			}
 			// The age is the process's, from its start time; where that is
 			// not known (a fleet's processes) AGE says n/a, not how long
@@ -133,16 +135,24 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			r := procRow{kind: rowOmitted, dev: d.ID, devLabel: label, omitted: d.OmittedProcesses}
 			if d.OmittedBytes != nil {
 				r.bytes, r.hasBytes = *d.OmittedBytes, true
-				r.pct = percent(r.bytes, d.MemoryTotal)
+				r.pct = draw.Percent(r.bytes, d.MemoryTotal)
 			}
 			into = append(into, r)
 		}
-		if d.Unattributed != nil && *d.Unattributed >= mib {
+		if d.Unattributed != nil && *d.Unattributed >= draw.MiB {
 			u := *d.Unattributed
-			into = append(into, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: percent(u, d.MemoryTotal)})
+			into = append(into, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: draw.Percent(u, d.MemoryTotal)})
 		}
 	}
 	return into
+}
+
+// unlistedText is what a rowUnlisted says.
+func (r procRow) unlistedText() string {
+	if r.pending {
+		return draw.PendingText
+	}
+	return draw.UnlistedText
 }
 
 func (r procRow) matches(f string) bool {
@@ -152,7 +162,7 @@ func (r procRow) matches(f string) bool {
 	case rowUnlisted:
 		return strings.Contains(r.unlistedText(), f)
 	case rowOmitted:
-		return strings.Contains(omittedText(r.omitted), f)
+		return strings.Contains(draw.OmittedText(r.omitted), f)
 	}
 	pr := r.proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||
@@ -353,7 +363,7 @@ func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) strin
 			case rowUnattr:
 				a.row.top = "other containers, driver, leaked contexts"
 			case rowOmitted:
-				a.row.top = omittedText(r.omitted)
+				a.row.top = draw.OmittedText(r.omitted)
 			}
 		}
 	}
@@ -361,7 +371,7 @@ func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) strin
 	for _, n := range order {
 		a := by[n]
 		a.row.ngpus = len(a.gpus)
-		a.row.pct = percent(a.row.bytes, total)
+		a.row.pct = draw.Percent(a.row.bytes, total)
 		out = append(out, a.row)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -378,9 +388,9 @@ func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) strin
 // filtering, mine-only, grouping and the kill request (whichever pane has
 // the focus: they act on this table).
 type procPane struct {
-	st      Styles
-	keys    keyMap
-	out     *outbox
+	st      common.Styles
+	keys    common.KeyMap
+	out     *common.Outbox
 	user    string
 	width   int
 	height  int
@@ -403,11 +413,11 @@ type procPane struct {
 	group    groupMode
 }
 
-func newProcPane(out *outbox) procPane {
+func newProcPane(out *common.Outbox) procPane {
 	return procPane{out: out, input: lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}}
 }
 
-func (p *procPane) setStyles(st Styles, keys keyMap) {
+func (p *procPane) setStyles(st common.Styles, keys common.KeyMap) {
 	p.st, p.keys = st, keys
 	p.input.cursor, p.input.dim = st.Selected, st.Dim
 }
@@ -451,7 +461,7 @@ func (p *procPane) setSort(mode sortMode, toggle bool) {
 	}
 	p.group = groupNone
 	p.refresh()
-	p.out.status(false, "processes sorted by %s", p.sortText())
+	p.out.Status(false, "processes sorted by %s", p.sortText())
 }
 
 // sortText names the sort and its direction: "pid, descending".
@@ -492,7 +502,7 @@ func (p *procPane) PickerView() string {
 		}
 	}
 	b.WriteString(p.st.Dim.Render("  ←/→ enter esc"))
-	return fit(b.String(), p.width)
+	return draw.Fit(b.String(), p.width)
 }
 
 // sortTitle is the title of the column of mode.
@@ -617,7 +627,7 @@ func (p *procPane) reselect() {
 			}
 		}
 	}
-	p.sel = clamp(p.sel, 0, len(p.rows)-1)
+	p.sel = draw.Clamp(p.sel, 0, len(p.rows)-1)
 	p.remember()
 	p.scroll()
 }
@@ -647,14 +657,14 @@ func (p *procPane) scroll() {
 	if p.sel >= p.off+n {
 		p.off = p.sel - n + 1
 	}
-	p.off = clamp(p.off, 0, max(len(p.rows)-n, 0))
+	p.off = draw.Clamp(p.off, 0, max(len(p.rows)-n, 0))
 }
 
 func (p *procPane) move(d int) {
 	if len(p.rows) == 0 {
 		return
 	}
-	p.sel = clamp(p.sel+d, 0, len(p.rows)-1)
+	p.sel = draw.Clamp(p.sel+d, 0, len(p.rows)-1)
 	p.remember()
 	p.scroll()
 }
@@ -703,7 +713,7 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		p.sortRev = false
 		p.refresh()
-		p.out.status(false, "processes sorted by %s", p.sortBy)
+		p.out.Status(false, "processes sorted by %s", p.sortBy)
 	case key.Matches(k, p.keys.Reverse):
 		p.setSort(p.sortBy, true)
 	case key.Matches(k, p.keys.SortLeft, p.keys.SortRight):
@@ -730,9 +740,9 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 		p.refresh()
 	case key.Matches(k, p.keys.Kill, p.keys.Signal):
 		if r, ok := p.Selected(); ok && p.focused {
-			p.out.post(killRequest{row: r, list: key.Matches(k, p.keys.Signal)})
+			p.out.Post(killRequest{row: r, list: key.Matches(k, p.keys.Signal)})
 		} else {
-			p.out.status(true, "select a process first (tab to the process list)")
+			p.out.Status(true, "select a process first (tab to the process list)")
 		}
 	case !p.focused:
 	case key.Matches(k, p.keys.Enter):
@@ -791,9 +801,9 @@ func (p *procPane) enter() {
 		p.group = groupNone
 		p.setFilter(r.user)
 	case rowUnattr, rowUnlisted, rowOmitted:
-		p.out.post(openDetail{dev: r.dev})
+		p.out.Post(common.OpenDetail{Dev: r.dev})
 	default:
-		p.out.post(openDetail{dev: r.dev, pid: r.proc.PID, start: r.proc.StartTime.UnixNano()})
+		p.out.Post(common.OpenDetail{Dev: r.dev, PID: r.proc.PID, Start: r.proc.StartTime.UnixNano()})
 	}
 }
 
@@ -853,7 +863,7 @@ func (p *procPane) View() string {
 	if p.group != groupNone {
 		sortBy = sortMem // groups are always by memory
 	}
-	b.WriteString(p.st.pColHeader.on(fit(lay.header(sortBy, p.sortRev && p.group == groupNone), p.width)))
+	b.WriteString(p.st.PColHeader.On(draw.Fit(lay.header(sortBy, p.sortRev && p.group == groupNone), p.width)))
 	n := p.visibleRows()
 	if len(p.rows) == 0 && n > 0 {
 		b.WriteString("\n")
@@ -866,28 +876,28 @@ func (p *procPane) View() string {
 		case p.mineOnly:
 			msg = "none of your processes is on these GPUs"
 		}
-		b.WriteString(p.st.pDim.on(fit("  "+msg, p.width)))
+		b.WriteString(p.st.PDim.On(draw.Fit("  "+msg, p.width)))
 	}
 	for i := p.off; i < len(p.rows) && i < p.off+n; i++ {
 		b.WriteString("\n")
 		r := p.rows[i]
-		line := fit(lay.line(r), p.width)
+		line := draw.Fit(lay.line(r), p.width)
 		switch {
 		case i == p.sel && p.focused:
-			line = p.st.pSelected.on(line)
+			line = p.st.PSelected.On(line)
 		case r.kind == rowUnattr || r.kind == rowOmitted:
-			line = p.st.pUnattr.on(line)
+			line = p.st.PUnattr.On(line)
 		case r.kind == rowUnlisted:
-			line = p.st.pDim.on(line)
+			line = p.st.PDim.On(line)
 		case r.kind == rowProc && r.proc.Exited:
-			line = p.st.pExited.on(line)
+			line = p.st.PExited.On(line)
 		case r.mine:
-			line = p.st.pMine.on(line)
+			line = p.st.PMine.On(line)
 		case r.kind == rowProc || r.kind == rowUser:
-			line = p.st.pOthers.on(line)
+			line = p.st.POthers.On(line)
 		}
 		if i == p.sel && !p.focused {
-			line = p.st.pCursor.on(line)
+			line = p.st.PCursor.On(line)
 		}
 		b.WriteString(line)
 	}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/draw"
 	"math/rand"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // above total, absent values, errors, empty and unicode names, hosts.
 func randomSnapshot(r *rand.Rand) sampler.Snapshot {
 	s := sampler.Snapshot{Time: fixedStart.Add(time.Duration(r.Intn(1000)) * time.Second), Interval: time.Duration(r.Intn(3)) * time.Second}
-	sizes := []uint64{0, 1, mib, 80 * gib, 1 << 50}
+	sizes := []uint64{0, 1, draw.MiB, 80 * draw.GiB, 1 << 50}
 	for i := 0; i < r.Intn(12); i++ {
 		d := sampler.Device{ID: fmt.Sprint(i), Index: i, Name: []string{"", "NVIDIA H200", "名前 GPU", strings.Repeat("x", 80)}[r.Intn(4)]}
 		d.MemoryTotal = sizes[r.Intn(len(sizes))]

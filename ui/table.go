@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 	"io"
 	"os"
 	"strconv"
@@ -19,14 +21,14 @@ import (
 // it (and NO_COLOR is not set).
 func WriteTable(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds) error {
 	cw := colorprofile.NewWriter(w, os.Environ())
-	st := NewStyles(true, cw.Profile <= colorprofile.ASCII)
+	st := common.NewStyles(true, cw.Profile <= colorprofile.ASCII)
 	_, err := io.WriteString(cw, renderTable(st, snap, th))
 	return err
 }
 
 // renderTable lays out the table with styles; the writer strips what the
 // output cannot show.
-func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string {
+func renderTable(st common.Styles, snap sampler.Snapshot, th advisor.Thresholds) string {
 	var b strings.Builder
 	head := []string{"vramtop"}
 	if snap.Hostname != "" {
@@ -61,18 +63,18 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 	var devStyle []func(string) string
 	// The advisor's severity, as on the live view's rows.
 	alerts := advisor.NewMonitor(advisor.Config{Thresholds: th}).Observe(snap)
-	sevs := newSevIndex(alerts)
+	sevs := draw.NewSevIndex(alerts)
 	for _, d := range snap.Devices {
-		pct := fmtPct(d.UsedPercent())
+		pct := draw.Pct(d.UsedPercent())
 		if d.MemoryTotal == 0 {
-			pct = na
+			pct = draw.NA
 		}
-		row := []string{deviceLabel(d), shortName(d.Name), fmtBytes(d.MemoryUsed), fmtBytes(d.MemoryTotal), pct,
-			fmtOptBytes(d.MemoryReserved), fmtBytes(d.MemoryFree), fmtOptBytes(d.Unattributed),
-			fmtOptPct(d.UtilizationPercent), fmtTemp(d.TemperatureC), fmtPower(d.PowerWatts)}
+		row := []string{draw.DeviceLabel(d), draw.ShortName(d.Name), draw.Bytes(d.MemoryUsed), draw.Bytes(d.MemoryTotal), pct,
+			draw.OptBytes(d.MemoryReserved), draw.Bytes(d.MemoryFree), draw.OptBytes(d.Unattributed),
+			draw.OptPct(d.UtilizationPercent), draw.Temp(d.TemperatureC), draw.Power(d.PowerWatts)}
 		if d.MemoryTotal == 0 && d.Err != "" {
 			for i := 2; i < len(row); i++ {
-				row[i] = na
+				row[i] = draw.NA
 			}
 		}
 		if fleet {
@@ -83,7 +85,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 		}
 		devs = append(devs, row)
 		// Only a GPU past a threshold is coloured.
-		if sev := sevs.of(d).Severity; sev > advisor.Info {
+		if sev := sevs.Of(d).Severity; sev > advisor.Info {
 			devStyle = append(devStyle, func(s string) string { return st.Severity(sev).Render(s) })
 		} else {
 			devStyle = append(devStyle, nil)
@@ -126,7 +128,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 			}
 			gpu := a.DeviceID
 			if d, ok := snap.Device(a.DeviceID); ok {
-				gpu = procDeviceLabel(d, fleet)
+				gpu = draw.ProcDeviceLabel(d, fleet)
 			}
 			rows = append(rows, []string{strings.ToUpper(a.Severity.String()), a.Rule, gpu, pid, a.Message})
 			sev := a.Severity
@@ -141,7 +143,7 @@ func renderTable(st Styles, snap sampler.Snapshot, th advisor.Thresholds) string
 // writeAligned writes rows in columns two spaces apart; right-aligned
 // columns by index (shifted by one when a host column leads). The last
 // column is left ragged.
-func writeAligned(b *strings.Builder, rows [][]string, right map[int]bool, shifted bool, st Styles, style []func(string) string) {
+func writeAligned(b *strings.Builder, rows [][]string, right map[int]bool, shifted bool, st common.Styles, style []func(string) string) {
 	widths := map[int]int{}
 	for _, r := range rows {
 		for i, c := range r {
@@ -164,9 +166,9 @@ func writeAligned(b *strings.Builder, rows [][]string, right map[int]bool, shift
 			case i == len(r)-1:
 				line.WriteString(c)
 			case right[idx]:
-				line.WriteString(fitRight(c, widths[i]))
+				line.WriteString(draw.FitRight(c, widths[i]))
 			default:
-				line.WriteString(fit(c, widths[i]))
+				line.WriteString(draw.Fit(c, widths[i]))
 			}
 		}
 		s := strings.TrimRight(line.String(), " ")
@@ -252,7 +254,7 @@ var procColumns = columnTable{
 		case r.hasBytes:
 			return sizeCell(r.bytes, short)
 		}
-		return na
+		return draw.NA
 	}},
 	// GMEM%: the process's share of its GPU's memory (nvtop shows it in
 	// its GPU MEM column).
@@ -263,7 +265,7 @@ var procColumns = columnTable{
 		case r.kind != rowProc || r.proc.Exited:
 			return ""
 		case r.proc.UtilizationPercent == nil:
-			return na
+			return draw.NA
 		}
 		return fmt.Sprintf("%.0f%%", *r.proc.UtilizationPercent)
 	}},
@@ -280,7 +282,7 @@ var procColumns = columnTable{
 		case r.kind != rowProc || r.proc.Exited:
 			return ""
 		case r.proc.CPUPercent == nil:
-			return na
+			return draw.NA
 		}
 		return fmt.Sprintf("%.0f", *r.proc.CPUPercent)
 	}},
@@ -289,18 +291,18 @@ var procColumns = columnTable{
 		case r.kind != rowProc || r.proc.Exited:
 			return ""
 		case r.proc.HostMemoryBytes == nil:
-			return na
+			return draw.NA
 		}
-		return fmtBytes(*r.proc.HostMemoryBytes)
+		return draw.Bytes(*r.proc.HostMemoryBytes)
 	}},
 	{title: "AGE", sort: sortAge, right: true, width: 6, cell: func(r procRow, _ bool) string {
 		switch {
 		case r.kind != rowProc:
 			return ""
 		case !r.hasAge:
-			return na
+			return draw.NA
 		}
-		return fmtAge(r.age)
+		return draw.Age(r.age)
 	}},
 	{title: "COMMAND", sort: noSort, cell: func(r procRow, _ bool) string {
 		switch r.kind {
@@ -309,7 +311,7 @@ var procColumns = columnTable{
 		case rowUnattr:
 			return "unattributed: other containers/namespaces, driver, leaked contexts"
 		case rowOmitted:
-			return omittedText(r.omitted)
+			return draw.OmittedText(r.omitted)
 		}
 		return commandCell(r.proc)
 	}},
@@ -322,7 +324,7 @@ var userColumns = columnTable{
 	{title: "GPUS", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string { return strconv.Itoa(r.ngpus) }},
 	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
 		if !r.hasBytes {
-			return na
+			return draw.NA
 		}
 		return sizeCell(r.bytes, short)
 	}},
@@ -416,14 +418,14 @@ func pctCell(r procRow, _ bool) string {
 	if !r.hasBytes {
 		return ""
 	}
-	return fmtPct(r.pct)
+	return draw.Pct(r.pct)
 }
 
 func sizeCell(b uint64, short bool) string {
 	if short {
-		return fmtBytesShort(b)
+		return draw.BytesShort(b)
 	}
-	return fmtBytes(b)
+	return draw.Bytes(b)
 }
 
 // titles are the column titles of the --once table (the table of its
@@ -482,7 +484,7 @@ func (l *tableLayout) widen(rows []procRow, short bool) {
 		}
 		// Room for the title and the sort's ▼.
 		if c.sort != noSort {
-			w = max(w, cellWidth(c.title)+1)
+			w = max(w, common.CellWidth(c.title)+1)
 		}
 		if c.grow != nil {
 			most := c.most
@@ -576,7 +578,7 @@ func (l tableLayout) line(r procRow) string {
 			// A device whose processes are not listed has no figures: its
 			// note takes the empty columns rather than be cut.
 			b.WriteByte(' ')
-			b.WriteString(fit(l.cols[len(l.cols)-1].cell(r, l.short), l.width()-cellWidth(b.String())))
+			b.WriteString(draw.Fit(l.cols[len(l.cols)-1].cell(r, l.short), l.width()-common.CellWidth(b.String())))
 			break
 		}
 		l.writeCell(&b, i, c.cell(r, l.short))
@@ -589,8 +591,8 @@ func (l tableLayout) writeCell(b *strings.Builder, i int, s string) {
 		b.WriteByte(' ')
 	}
 	if l.cols[i].right {
-		b.WriteString(fitRight(s, l.widths[i]))
+		b.WriteString(draw.FitRight(s, l.widths[i]))
 	} else {
-		b.WriteString(fit(s, l.widths[i]))
+		b.WriteString(draw.Fit(s, l.widths[i]))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // Options configure the live view.
@@ -82,3 +83,10 @@ func noColor() bool {
 	v, ok := os.LookupEnv("NO_COLOR")
 	return ok && v != ""
 }
+
+// KeyRow is a line of the key table: the keys and what they do.
+type KeyRow = common.KeyRow
+
+// KeyTable is the live view's keys, as the help screen lists them (the
+// README's table and the man page's KEYS section are made from it).
+func KeyTable() []KeyRow { return common.KeyTable() }

@@ -1,4 +1,4 @@
-package ui
+package common
 
 import (
 	"strings"
@@ -8,34 +8,34 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// paint is a style reduced to the escape codes around its text: applying it
+// Paint is a style reduced to the escape codes around its text: applying it
 // costs two string concatenations, where lipgloss.Style.Render measures and
 // pads every line. For one-line text that is already laid out (table rows,
 // bar segments).
-type paint struct{ pre, post string }
+type Paint struct{ Pre, Post string }
 
-func paintOf(s lipgloss.Style) paint {
+func PaintOf(s lipgloss.Style) Paint {
 	const probe = "\x00"
 	r := s.Render(probe)
 	i := strings.Index(r, probe)
 	if i < 0 {
-		return paint{}
+		return Paint{}
 	}
-	return paint{pre: r[:i], post: r[i+len(probe):]}
+	return Paint{Pre: r[:i], Post: r[i+len(probe):]}
 }
 
-func (p paint) on(s string) string {
-	if p.pre == "" && p.post == "" {
+func (p Paint) On(s string) string {
+	if p.Pre == "" && p.Post == "" {
 		return s
 	}
-	return p.pre + s + p.post
+	return p.Pre + s + p.Post
 }
 
-// cellWidth is the number of terminal cells s takes, escape codes excluded.
+// CellWidth is the number of terminal cells s takes, escape codes excluded.
 // It is exact and fast for ASCII and the symbols this screen draws (box
 // drawing, blocks, arrows, punctuation); other text goes through the full
 // grapheme-aware measure.
-func cellWidth(s string) int {
+func CellWidth(s string) int {
 	w := 0
 	for i := 0; i < len(s); {
 		c := s[i]

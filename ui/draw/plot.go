@@ -1,7 +1,8 @@
-package ui
+package draw
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strings"
 	"time"
@@ -10,25 +11,25 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// memBar draws a bar of width cells: used (coloured by sev, the advisor's
+// MemBar draws a bar of width cells: used (coloured by sev, the advisor's
 // severity of the device), reserved and free, each with its own glyph.
-func memBar(st Styles, d sampler.Device, sev advisor.Severity, width int) string {
+func MemBar(st common.Styles, d sampler.Device, sev advisor.Severity, width int) string {
 	if width <= 0 {
 		return ""
 	}
 	if d.MemoryTotal == 0 {
-		return st.pFree.on(strings.Repeat(glyphFree, width))
+		return st.PFree.On(strings.Repeat(common.GlyphFree, width))
 	}
 	cells := func(b uint64) int {
 		return int(math.Round(float64(b) / float64(d.MemoryTotal) * float64(width)))
 	}
-	used := clamp(cells(d.MemoryUsed), 0, width)
+	used := Clamp(cells(d.MemoryUsed), 0, width)
 	if d.MemoryUsed > 0 && used == 0 {
 		used = 1 // something is there: show it
 	}
 	var rsv int
 	if d.MemoryReserved != nil {
-		rsv = clamp(cells(*d.MemoryReserved), 0, width-used)
+		rsv = Clamp(cells(*d.MemoryReserved), 0, width-used)
 		if *d.MemoryReserved > 0 && rsv == 0 && used < width {
 			rsv = 1
 		}
@@ -36,22 +37,22 @@ func memBar(st Styles, d sampler.Device, sev advisor.Severity, width int) string
 	free := width - used - rsv
 	var b strings.Builder
 	if used > 0 {
-		b.WriteString(st.pSev[clampSev(sev)].on(strings.Repeat(glyphUsed, used)))
+		b.WriteString(st.PSev[common.Level(sev)].On(strings.Repeat(common.GlyphUsed, used)))
 	}
 	if rsv > 0 {
-		b.WriteString(st.pReserved.on(strings.Repeat(glyphReserved, rsv)))
+		b.WriteString(st.PReserved.On(strings.Repeat(common.GlyphReserved, rsv)))
 	}
 	if free > 0 {
-		b.WriteString(st.pFree.on(strings.Repeat(glyphFree, free)))
+		b.WriteString(st.PFree.On(strings.Repeat(common.GlyphFree, free)))
 	}
 	return b.String()
 }
 
-// series returns n columns of w between from and to, each the peak of the
+// Series returns n columns of w between from and to, each the peak of the
 // samples in it (peak-hold), in GiB. Columns before the first sample are NaN
 // (no data); a column with no sample after that holds the previous value, so
 // the line is not broken by sampling jitter.
-func series(w sampler.Window, from, to time.Time, n int) []float64 {
+func Series(w sampler.Window, from, to time.Time, n int) []float64 {
 	if n <= 0 {
 		return nil
 	}
@@ -62,7 +63,7 @@ func series(w sampler.Window, from, to time.Time, n int) []float64 {
 			out[i] = prev
 			continue
 		}
-		out[i] = v / gib
+		out[i] = v / GiB
 		prev = out[i]
 	}
 	return out
@@ -78,10 +79,10 @@ func hasData(s []float64) bool {
 	return false
 }
 
-// spanFor is the time span a graph of cols columns shows: maxSpan, or less
+// SpanFor is the time span a graph of cols columns shows: maxSpan, or less
 // while the history is shorter, but not less than one sampling interval per
 // column; rounded up to a span that reads well on a time axis.
-func spanFor(w sampler.Window, now time.Time, interval, maxSpan time.Duration, cols int) time.Duration {
+func SpanFor(w sampler.Window, now time.Time, interval, maxSpan time.Duration, cols int) time.Duration {
 	if interval <= 0 {
 		interval = sampler.DefaultInterval
 	}
@@ -113,14 +114,14 @@ var blockGlyphs = []string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█
 // blockGlyph is the glyph whose filled height is nearest to the fraction f
 // of the cell; any value gets at least the lowest glyph.
 func blockGlyph(f float64) string {
-	return blockGlyphs[clamp(int(math.Round(f*8))-1, 0, len(blockGlyphs)-1)]
+	return blockGlyphs[Clamp(int(math.Round(f*8))-1, 0, len(blockGlyphs)-1)]
 }
 
-// inlineSpark draws vals (GiB, NaN for no data) scaled to totalGiB as one
+// InlineSpark draws vals (GiB, NaN for no data) scaled to totalGiB as one
 // line of block glyphs, each as high as its value; each column is coloured
 // by the level its value reached, which marks where the thresholds were
 // crossed.
-func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresholds) string {
+func InlineSpark(st common.Styles, vals []float64, totalGiB float64, th advisor.Thresholds) string {
 	var b, run strings.Builder
 	runSev := advisor.Severity(-1)
 	flush := func() {
@@ -130,7 +131,7 @@ func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresho
 		if runSev < 0 {
 			b.WriteString(run.String())
 		} else {
-			b.WriteString(st.pSev[clampSev(runSev)].on(run.String()))
+			b.WriteString(st.PSev[common.Level(runSev)].On(run.String()))
 		}
 		run.Reset()
 	}
@@ -138,7 +139,7 @@ func inlineSpark(st Styles, vals []float64, totalGiB float64, th advisor.Thresho
 		g, sev := " ", advisor.Severity(-1)
 		if !math.IsNaN(v) && totalGiB > 0 {
 			f := v / totalGiB
-			g, sev = blockGlyph(f), severity(f*100, th)
+			g, sev = blockGlyph(f), Severity(f*100, th)
 		}
 		if sev != runSev {
 			flush()
@@ -158,25 +159,25 @@ const (
 	dotsPerCell = 2
 )
 
-// plotLine is one data series of a plot.
-type plotLine struct {
-	vals []float64 // GiB per dot column (plotDots of the spec), NaN: no data
-	// fill fills the dots under the line (one process's share of the GPU)
+// PlotLine is one data series of a plot.
+type PlotLine struct {
+	Vals []float64 // GiB per dot column (plotDots of the spec), NaN: no data
+	// Fill fills the dots under the line (one process's share of the GPU)
 	// instead of drawing the line.
-	fill bool
-	// p colours the series; nil colours each column by the level its value
+	Fill bool
+	// P colours the series; nil colours each column by the level its value
 	// reached (ok, warn, crit).
-	p *paint
+	P *common.Paint
 }
 
-// plotSpec describes a plot of memory in GiB, 0 (or a higher floor on a
+// PlotSpec describes a plot of memory in GiB, 0 (or a higher floor on a
 // short plot) to total, with the warn and crit levels drawn as dotted lines.
-type plotSpec struct {
-	width, height int // cells, whole plot including the y labels and the time axis
-	totalGiB      float64
-	th            advisor.Thresholds
-	lines         []plotLine    // drawn in order over the threshold lines
-	xAxis         time.Duration // >0: draw a time axis spanning this long, ending "now"
+type PlotSpec struct {
+	Width, Height int // cells, whole plot including the y labels and the time axis
+	TotalGiB      float64
+	Th            advisor.Thresholds
+	Lines         []PlotLine    // drawn in order over the threshold lines
+	XAxis         time.Duration // >0: draw a time axis spanning this long, ending "now"
 }
 
 // plotLabel formats a y axis value.
@@ -188,33 +189,33 @@ func plotLabel(totalGiB float64) func(float64) string {
 }
 
 // labelWidth is the width of the y labels of spec.
-func labelWidth(spec plotSpec) int {
-	f := plotLabel(spec.totalGiB)
-	return max(len(f(spec.totalGiB)), len(f(0)))
+func labelWidth(spec PlotSpec) int {
+	f := plotLabel(spec.TotalGiB)
+	return max(len(f(spec.TotalGiB)), len(f(0)))
 }
 
 // plotCols is the number of cell columns a plot of spec's width has room
 // for after the y labels: a space, the label, the axis.
-func plotCols(spec plotSpec) int {
-	return spec.width - labelWidth(spec) - 2
+func plotCols(spec PlotSpec) int {
+	return spec.Width - labelWidth(spec) - 2
 }
 
-// plotDots is the number of time columns of a plot: the length of its
+// PlotDots is the number of time columns of a plot: the length of its
 // series.
-func plotDots(spec plotSpec) int { return max(plotCols(spec), 0) * dotsPerCell }
+func PlotDots(spec PlotSpec) int { return max(plotCols(spec), 0) * dotsPerCell }
 
-// plotRows is the number of data rows of a plot of spec's height (a time
+// PlotRows is the number of data rows of a plot of spec's height (a time
 // axis takes two lines).
-func plotRows(spec plotSpec) int {
-	r := spec.height
-	if spec.xAxis > 0 {
+func PlotRows(spec PlotSpec) int {
+	r := spec.Height
+	if spec.XAxis > 0 {
 		r -= 2
 	}
 	return r
 }
 
-// minPlotRows is the least number of rows a plot draws.
-const minPlotRows = 2
+// MinPlotRows is the least number of rows a plot draws.
+const MinPlotRows = 2
 
 // yScale maps GiB to dot levels: lo is on the bottom dot, hi on the top one.
 type yScale struct {
@@ -227,7 +228,7 @@ func (s yScale) dot(v float64) int {
 	if s.hi <= s.lo || s.dots < 2 {
 		return 0
 	}
-	return clamp(int(math.Round((v-s.lo)/(s.hi-s.lo)*float64(s.dots-1))), 0, s.dots-1)
+	return Clamp(int(math.Round((v-s.lo)/(s.hi-s.lo)*float64(s.dots-1))), 0, s.dots-1)
 }
 
 // dataDot is the level of a data value v: the nearest dot, kept on the
@@ -243,11 +244,11 @@ func (s yScale) dataDot(v float64, warn, crit float64, warnY, critY int) int {
 	case v < warn:
 		y = min(y, warnY-1)
 	case v < crit:
-		y = clamp(y, warnY, max(critY-1, warnY))
+		y = Clamp(y, warnY, max(critY-1, warnY))
 	default:
 		y = max(y, critY)
 	}
-	return clamp(y, 0, s.dots-1)
+	return Clamp(y, 0, s.dots-1)
 }
 
 // scaleFor picks the scale of a plot of rows rows: 0 to total where that
@@ -293,32 +294,32 @@ type plotCell struct {
 // severe, which is how a cell holding a warn and a crit value is coloured.
 const palSev = 1
 
-// plot renders spec, or "" when there is nothing to draw or no room (too
+// Plot renders spec, or "" when there is nothing to draw or no room (too
 // few rows to tell the warn line from the crit line from a value between
 // them, at any floor). Every line is exactly spec.width cells.
-func plot(st Styles, spec plotSpec) string {
-	cols, rows := plotCols(spec), plotRows(spec)
+func Plot(st common.Styles, spec PlotSpec) string {
+	cols, rows := plotCols(spec), PlotRows(spec)
 	dots := cols * dotsPerCell
-	if cols < 2 || rows < minPlotRows || spec.totalGiB <= 0 || math.IsNaN(spec.totalGiB) || math.IsInf(spec.totalGiB, 0) {
+	if cols < 2 || rows < MinPlotRows || spec.TotalGiB <= 0 || math.IsNaN(spec.TotalGiB) || math.IsInf(spec.TotalGiB, 0) {
 		return ""
 	}
 	any := false
-	for _, l := range spec.lines {
-		if len(l.vals) != dots {
+	for _, l := range spec.Lines {
+		if len(l.Vals) != dots {
 			return ""
 		}
-		any = any || hasData(l.vals)
+		any = any || hasData(l.Vals)
 	}
 	if !any {
 		return ""
 	}
-	sc, ok := scaleFor(spec.totalGiB, spec.th, rows)
+	sc, ok := scaleFor(spec.TotalGiB, spec.Th, rows)
 	if !ok {
 		return ""
 	}
 	grid := make([]plotCell, rows*cols)
 	// The palette: none, the three severities, then each line's own paint.
-	pal := []*paint{nil, &st.pSev[0], &st.pSev[1], &st.pSev[2]}
+	pal := []*common.Paint{nil, &st.PSev[0], &st.PSev[1], &st.PSev[2]}
 	// set puts dot (x, y) (y from the bottom) in the grid.
 	set := func(x, y int, rank int8, pi uint8) {
 		c := &grid[(rows-1-y/dotsPerRow)*cols+x/dotsPerCell]
@@ -328,8 +329,8 @@ func plot(st Styles, spec plotSpec) string {
 		}
 	}
 	var warnY, critY = -1, -1
-	warnG, critG := spec.totalGiB*spec.th.Warn/100, spec.totalGiB*spec.th.Crit/100
-	if spec.th.Warn > 0 && spec.th.Crit > 0 {
+	warnG, critG := spec.TotalGiB*spec.Th.Warn/100, spec.TotalGiB*spec.Th.Crit/100
+	if spec.Th.Warn > 0 && spec.Th.Crit > 0 {
 		warnY, critY = sc.dot(warnG), sc.dot(critG)
 		// A dot in every other time column: a dotted line.
 		for x := 0; x < dots; x += dotsPerCell {
@@ -337,14 +338,14 @@ func plot(st Styles, spec plotSpec) string {
 			set(x, critY, 1, palSev+uint8(advisor.Crit))
 		}
 	}
-	for _, l := range spec.lines {
+	for _, l := range spec.Lines {
 		own := uint8(0) // the line's own paint; 0: by severity
-		if l.p != nil {
-			pal = append(pal, l.p)
+		if l.P != nil {
+			pal = append(pal, l.P)
 			own = uint8(len(pal) - 1)
 		}
 		prev := -1
-		for x, v := range l.vals {
+		for x, v := range l.Vals {
 			if math.IsNaN(v) {
 				prev = -1
 				continue
@@ -352,10 +353,10 @@ func plot(st Styles, spec plotSpec) string {
 			y := sc.dataDot(v, warnG, critG, warnY, critY)
 			pi := own
 			if pi == 0 {
-				pi = palSev + uint8(clampSev(severity(v/spec.totalGiB*100, spec.th)))
+				pi = palSev + uint8(common.Level(Severity(v/spec.TotalGiB*100, spec.Th)))
 			}
 			switch {
-			case l.fill:
+			case l.Fill:
 				for i := 0; i <= y; i++ {
 					set(x, i, 2, pi)
 				}
@@ -384,7 +385,7 @@ func plot(st Styles, spec plotSpec) string {
 		}
 		b.WriteByte(' ')
 		if l, ok := labels[r]; ok {
-			b.WriteString(fitRight(l, lw))
+			b.WriteString(FitRight(l, lw))
 			b.WriteString("┤")
 		} else {
 			b.WriteString(strings.Repeat(" ", lw))
@@ -392,28 +393,28 @@ func plot(st Styles, spec plotSpec) string {
 		}
 		writeCells(&b, grid[r*cols:(r+1)*cols], pal)
 	}
-	if spec.xAxis > 0 {
+	if spec.XAxis > 0 {
 		b.WriteByte('\n')
-		b.WriteString(timeAxis(spec.xAxis, cols, lw+2))
+		b.WriteString(timeAxis(spec.XAxis, cols, lw+2))
 	}
 	return b.String()
 }
 
 // writeCells writes a row of cells, one escape sequence per run of cells of
 // the same paint.
-func writeCells(b *strings.Builder, cells []plotCell, pal []*paint) {
-	var cur *paint
+func writeCells(b *strings.Builder, cells []plotCell, pal []*common.Paint) {
+	var cur *common.Paint
 	for _, c := range cells {
-		var p *paint
+		var p *common.Paint
 		if c.bits != 0 {
 			p = pal[c.pal]
 		}
 		if p != cur {
 			if cur != nil {
-				b.WriteString(cur.post)
+				b.WriteString(cur.Post)
 			}
 			if p != nil {
-				b.WriteString(p.pre)
+				b.WriteString(p.Pre)
 			}
 			cur = p
 		}
@@ -424,7 +425,7 @@ func writeCells(b *strings.Builder, cells []plotCell, pal []*paint) {
 		}
 	}
 	if cur != nil {
-		b.WriteString(cur.post)
+		b.WriteString(cur.Post)
 	}
 }
 
@@ -432,8 +433,8 @@ func writeCells(b *strings.Builder, cells []plotCell, pal []*paint) {
 // the bottom and the two threshold lines, named by the value each stands
 // for, and round values in between where there is room. A label is always
 // on the row whose dots hold its value.
-func plotLabels(spec plotSpec, sc yScale, rows, warnY, critY int) map[int]string {
-	f := plotLabel(spec.totalGiB)
+func plotLabels(spec PlotSpec, sc yScale, rows, warnY, critY int) map[int]string {
+	f := plotLabel(spec.TotalGiB)
 	labels := map[int]string{}
 	rowOf := func(y int) int { return rows - 1 - y/dotsPerRow }
 	put := func(v float64, y int) {
@@ -442,8 +443,8 @@ func plotLabels(spec plotSpec, sc yScale, rows, warnY, critY int) map[int]string
 		}
 	}
 	if critY >= 0 {
-		put(spec.totalGiB*spec.th.Crit/100, critY)
-		put(spec.totalGiB*spec.th.Warn/100, warnY)
+		put(spec.TotalGiB*spec.Th.Crit/100, critY)
+		put(spec.TotalGiB*spec.Th.Warn/100, warnY)
 	}
 	put(sc.hi, sc.dots-1)
 	put(sc.lo, 0)
@@ -491,7 +492,7 @@ func timeAxis(span time.Duration, cols, offset int) string {
 		if ago > 0 {
 			l = "-" + fmtAxisTime(ago, span)
 		}
-		at := clamp(offset+c-len(l)/2, 0, len(labels)-len(l))
+		at := Clamp(offset+c-len(l)/2, 0, len(labels)-len(l))
 		copy(labels[at:], l)
 	}
 	return strings.Repeat(" ", offset-1) + "└" + string(axis) + "\n" + string(labels)

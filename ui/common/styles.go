@@ -1,4 +1,4 @@
-package ui
+package common
 
 import (
 	"image/color"
@@ -35,9 +35,9 @@ type Styles struct {
 	Free      lipgloss.Style // free part of a memory bar
 
 	// Paints of the styles applied per row or per cell (see paint).
-	pMine, pOthers, pExited, pUnattr, pSelected, pCursor, pColHeader, pDim paint
-	pReserved, pFree, pAccent                                              paint
-	pSev                                                                   [3]paint
+	PMine, POthers, PExited, PUnattr, PSelected, PCursor, PColHeader, PDim Paint
+	PReserved, PFree, PAccent                                              Paint
+	PSev                                                                   [3]Paint
 
 	sev      [3]lipgloss.Style
 	sevBadge [3]lipgloss.Style
@@ -46,9 +46,9 @@ type Styles struct {
 // Bar glyphs: used, reserved, free. Different glyphs keep them apart without
 // colour.
 const (
-	glyphUsed     = "█"
-	glyphReserved = "▒"
-	glyphFree     = "░"
+	GlyphUsed     = "█"
+	GlyphReserved = "▒"
+	GlyphFree     = "░"
 )
 
 // NewStyles builds the styles for a dark or light background.
@@ -93,11 +93,11 @@ func NewStyles(isDark, noColor bool) Styles {
 		s.sevBadge[i] = lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(col)
 	}
 	s.sev[advisor.Crit] = s.sev[advisor.Crit].Bold(true)
-	s.pMine, s.pOthers, s.pExited, s.pUnattr = paintOf(s.Mine), paintOf(s.Others), paintOf(s.Exited), paintOf(s.Unattr)
-	s.pSelected, s.pCursor, s.pColHeader, s.pDim = paintOf(s.Selected), paintOf(s.Cursor), paintOf(s.ColHeader), paintOf(s.Dim)
-	s.pReserved, s.pFree, s.pAccent = paintOf(s.Reserved), paintOf(s.Free), paintOf(s.Accent)
+	s.PMine, s.POthers, s.PExited, s.PUnattr = PaintOf(s.Mine), PaintOf(s.Others), PaintOf(s.Exited), PaintOf(s.Unattr)
+	s.PSelected, s.PCursor, s.PColHeader, s.PDim = PaintOf(s.Selected), PaintOf(s.Cursor), PaintOf(s.ColHeader), PaintOf(s.Dim)
+	s.PReserved, s.PFree, s.PAccent = PaintOf(s.Reserved), PaintOf(s.Free), PaintOf(s.Accent)
 	for i := range s.sev {
-		s.pSev[i] = paintOf(s.sev[i])
+		s.PSev[i] = PaintOf(s.sev[i])
 	}
 	return s
 }
@@ -114,5 +114,8 @@ func (s Styles) SeverityBadge(v advisor.Severity) lipgloss.Style {
 }
 
 func clampSev(v advisor.Severity) int {
-	return clamp(int(v), 0, 2)
+	return min(max(int(v), 0), 2)
 }
+
+// Level is the index of a severity in PSev: Info, Warn, Crit.
+func Level(v advisor.Severity) int { return clampSev(v) }

@@ -1,7 +1,8 @@
-package ui
+package draw
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strconv"
 	"strings"
@@ -15,54 +16,54 @@ import (
 )
 
 const (
-	mib = 1 << 20
-	gib = 1 << 30
-	na  = "n/a"
+	MiB = 1 << 20
+	GiB = 1 << 30
+	NA  = "n/a"
 )
 
-// fmtBytes formats a size for people: "61.2 GiB", "512 MiB".
-func fmtBytes(b uint64) string {
+// Bytes formats a size for people: "61.2 GiB", "512 MiB".
+func Bytes(b uint64) string {
 	return units.FormatSize(b, units.Screen)
 }
 
-// fmtBytesShort is fmtBytes for narrow columns: "61.2G", "512M".
-func fmtBytesShort(b uint64) string {
+// BytesShort is fmtBytes for narrow columns: "61.2G", "512M".
+func BytesShort(b uint64) string {
 	return units.FormatSize(b, units.Narrow)
 }
 
-// fmtOptBytes is fmtBytes, n/a for an absent value.
-func fmtOptBytes(b *uint64) string {
+// OptBytes is fmtBytes, n/a for an absent value.
+func OptBytes(b *uint64) string {
 	if b == nil {
-		return na
+		return NA
 	}
-	return fmtBytes(*b)
+	return Bytes(*b)
 }
 
-// fmtPct formats a percentage without decimals: "44%".
-func fmtPct(p float64) string {
+// Pct formats a percentage without decimals: "44%".
+func Pct(p float64) string {
 	if math.IsNaN(p) || math.IsInf(p, 0) {
-		return na
+		return NA
 	}
 	return fmt.Sprintf("%.0f%%", p)
 }
 
-func fmtOptPct(p *float64) string {
+func OptPct(p *float64) string {
 	if p == nil {
-		return na
+		return NA
 	}
-	return fmtPct(*p)
+	return Pct(*p)
 }
 
-func fmtTemp(t *int) string {
+func Temp(t *int) string {
 	if t == nil {
-		return na
+		return NA
 	}
 	return fmt.Sprintf("%d°C", *t)
 }
 
-func fmtPower(p *float64) string {
+func Power(p *float64) string {
 	if p == nil {
-		return na
+		return NA
 	}
 	return fmt.Sprintf("%.0f W", *p)
 }
@@ -72,12 +73,12 @@ func fmtPower(p *float64) string {
 // time.
 const maxAge = 100 * 365 * 24 * time.Hour
 
-// fmtAge formats a duration compactly: "45s", "12m", "3h04m", "2d03h"; n/a
+// Age formats a duration compactly: "45s", "12m", "3h04m", "2d03h"; n/a
 // for an absurd age (over a century, or negative by more than a minute of
 // clock skew).
-func fmtAge(d time.Duration) string {
+func Age(d time.Duration) string {
 	if d < -time.Minute || d > maxAge {
-		return na
+		return NA
 	}
 	d = max(d, 0)
 	switch {
@@ -91,8 +92,8 @@ func fmtAge(d time.Duration) string {
 	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
-// fmtSpan formats a window length: "5m", "1h", "90s".
-func fmtSpan(d time.Duration) string {
+// Span formats a window length: "5m", "1h", "90s".
+func Span(d time.Duration) string {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
 		return fmt.Sprintf("%dh", int(d/time.Hour))
@@ -104,28 +105,28 @@ func fmtSpan(d time.Duration) string {
 	return d.String()
 }
 
-// percent of used in total, 0 for a zero total.
-func percent(used, total uint64) float64 {
+// Percent of used in total, 0 for a zero total.
+func Percent(used, total uint64) float64 {
 	if total == 0 {
 		return 0
 	}
 	return float64(used) / float64(total) * 100
 }
 
-// sevIndex is the advisor's severity of each device, from the alerts in
+// SevIndex is the advisor's severity of each device, from the alerts in
 // force (advisor.DeviceSeverities): what colours a device's bar, tags its
 // row and fills its banner. A nil index says Info for every device.
-type sevIndex map[string]advisor.DeviceState
+type SevIndex map[string]advisor.DeviceState
 
-func (s sevIndex) of(d sampler.Device) advisor.DeviceState { return s[d.ID] }
+func (s SevIndex) Of(d sampler.Device) advisor.DeviceState { return s[d.ID] }
 
-// newSevIndex indexes the alerts in force.
-func newSevIndex(alerts []advisor.Alert) sevIndex { return advisor.DeviceSeverities(alerts) }
+// NewSevIndex indexes the alerts in force.
+func NewSevIndex(alerts []advisor.Alert) SevIndex { return advisor.DeviceSeverities(alerts) }
 
-// severity is the level a used percentage reached against the thresholds:
+// Severity is the level a used percentage reached against the thresholds:
 // what colours one column of a graph. A device's state is the advisor's
 // (sevIndex), which also holds a recent peak.
-func severity(pct float64, th advisor.Thresholds) advisor.Severity {
+func Severity(pct float64, th advisor.Thresholds) advisor.Severity {
 	switch {
 	case th.Crit > 0 && pct >= th.Crit:
 		return advisor.Crit
@@ -135,9 +136,9 @@ func severity(pct float64, th advisor.Thresholds) advisor.Severity {
 	return advisor.Info
 }
 
-// deviceLabel is the short name of a device in tables: its ID ("0", "0/3"),
+// DeviceLabel is the short name of a device in tables: its ID ("0", "0/3"),
 // without the host prefix of a fleet's IDs.
-func deviceLabel(d sampler.Device) string {
+func DeviceLabel(d sampler.Device) string {
 	if d.ID != "" {
 		// In a fleet the host is said once, above its GPUs.
 		if d.Hostname != "" && strings.HasPrefix(d.ID, d.Hostname+":") {
@@ -148,19 +149,19 @@ func deviceLabel(d sampler.Device) string {
 	return fmt.Sprint(d.Index)
 }
 
-// procDeviceLabel names the GPU of a process row: "hostA:0" where the
+// ProcDeviceLabel names the GPU of a process row: "hostA:0" where the
 // snapshot holds devices of several hosts (withHost), so that no process
 // is shown without its host; deviceLabel otherwise.
-func procDeviceLabel(d sampler.Device, withHost bool) string {
+func ProcDeviceLabel(d sampler.Device, withHost bool) string {
 	if withHost && d.Hostname != "" {
-		return d.Hostname + ":" + deviceLabel(d)
+		return d.Hostname + ":" + DeviceLabel(d)
 	}
-	return deviceLabel(d)
+	return DeviceLabel(d)
 }
 
-// severalHosts reports whether the snapshot holds devices of more than one
+// SeveralHosts reports whether the snapshot holds devices of more than one
 // host.
-func severalHosts(snap sampler.Snapshot) bool {
+func SeveralHosts(snap sampler.Snapshot) bool {
 	for _, d := range snap.Devices {
 		if d.Hostname != snap.Devices[0].Hostname {
 			return true
@@ -175,9 +176,9 @@ func severalHosts(snap sampler.Snapshot) bool {
 // that is down leaves an older one.
 const staleListAfter = 2 * time.Second
 
-// listAge is how old the process list of d is at the snapshot's time, and
+// ListAge is how old the process list of d is at the snapshot's time, and
 // whether that is past staleListAfter.
-func listAge(snap sampler.Snapshot, d sampler.Device) (time.Duration, bool) {
+func ListAge(snap sampler.Snapshot, d sampler.Device) (time.Duration, bool) {
 	if d.ListedAt.IsZero() {
 		return 0, false
 	}
@@ -185,22 +186,22 @@ func listAge(snap sampler.Snapshot, d sampler.Device) (time.Duration, bool) {
 	return age, age > staleListAfter
 }
 
-// hostDownPrefix starts the error of each device of a fleet host that is
+// HostDownPrefix starts the error of each device of a fleet host that is
 // down or stale (fleet.HostDownPrefix): the device holds the last values
 // seen, and the rest of the error says why and since when.
-const hostDownPrefix = "host down: "
+const HostDownPrefix = "host down: "
 
-// hostDown reports whether d belongs to a host that is down, and why.
-func hostDown(d sampler.Device) (why string, down bool) {
-	if !strings.HasPrefix(d.Err, hostDownPrefix) {
+// HostDown reports whether d belongs to a host that is down, and why.
+func HostDown(d sampler.Device) (why string, down bool) {
+	if !strings.HasPrefix(d.Err, HostDownPrefix) {
 		return "", false
 	}
-	return strings.TrimPrefix(d.Err, hostDownPrefix), true
+	return strings.TrimPrefix(d.Err, HostDownPrefix), true
 }
 
-// downShort is the short form of why a host is down, for a device's line:
+// DownShort is the short form of why a host is down, for a device's line:
 // "down since 09:08:00" where the reason names the time.
-func downShort(why string) string {
+func DownShort(why string) string {
 	if i := strings.Index(why, "since "); i >= 0 {
 		t := why[i:]
 		if j := strings.Index(t, " ("); j >= 0 {
@@ -211,78 +212,70 @@ func downShort(why string) string {
 	return "down: " + why
 }
 
-// unlistedText stands in the process table for a device whose source
+// UnlistedText stands in the process table for a device whose source
 // cannot list its processes (sampler.Device.NoProcessList).
-const unlistedText = "processes not listed: this host is seen through dcgm-exporter only"
+const UnlistedText = "processes not listed: this host is seen through dcgm-exporter only"
 
-// pendingText stands in the process table for a device whose process list
+// PendingText stands in the process table for a device whose process list
 // is being read (the first snapshot of the live view).
-const pendingText = "reading the process list…"
+const PendingText = "reading the process list…"
 
-// omittedText stands in the process table for n processes of a device that
+// OmittedText stands in the process table for n processes of a device that
 // its source counts but does not list (sampler.Device.OmittedProcesses).
-func omittedText(n int) string {
+func OmittedText(n int) string {
 	if n == 1 {
 		return "1 more process, not exported (vramtop serve --max-process-series)"
 	}
 	return strconv.Itoa(n) + " more processes, not exported (vramtop serve --max-process-series)"
 }
 
-// unlistedText is what a rowUnlisted says.
-func (r procRow) unlistedText() string {
-	if r.pending {
-		return pendingText
-	}
-	return unlistedText
-}
-
-// shortName drops the vendor prefix of a GPU name: "NVIDIA H200" → "H200".
-func shortName(n string) string {
+// ShortName drops the vendor prefix of a GPU name: "NVIDIA H200" → "H200".
+func ShortName(n string) string {
 	for _, p := range []string{"NVIDIA ", "Tesla "} {
 		n = strings.TrimPrefix(n, p)
 	}
 	return n
 }
 
-// fit pads or truncates s (which may hold ANSI) to exactly w cells.
-func fit(s string, w int) string {
+// Fit pads or truncates s (which may hold ANSI) to exactly w cells.
+func Fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	sw := cellWidth(s)
+	sw := common.CellWidth(s)
 	if sw > w {
 		return ansi.Truncate(s, w, "…")
 	}
 	return s + strings.Repeat(" ", w-sw)
 }
 
-// fitRight right-aligns s in w cells, truncating when longer.
-func fitRight(s string, w int) string {
+// FitRight right-aligns s in w cells, truncating when longer.
+func FitRight(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	sw := cellWidth(s)
+	sw := common.CellWidth(s)
 	if sw > w {
 		return ansi.Truncate(s, w, "…")
 	}
 	return strings.Repeat(" ", w-sw) + s
 }
 
-// clampLines truncates every line of s to w cells and keeps at most h lines.
-func clampLines(s string, w, h int) string {
+// ClampLines truncates every line of s to w cells and keeps at most h lines.
+func ClampLines(s string, w, h int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > h {
 		lines = lines[:h]
 	}
 	for i, l := range lines {
-		if len(l) > w && cellWidth(l) > w {
+		if len(l) > w && common.CellWidth(l) > w {
 			lines[i] = ansi.Truncate(l, w, "")
 		}
 	}
 	return strings.Join(lines, "\n")
 }
 
-func clamp(v, lo, hi int) int {
+func Clamp(v, lo, hi int) int {
 	if hi < lo {
 		return lo
 	}
@@ -295,23 +288,23 @@ func clamp(v, lo, hi int) int {
 	return v
 }
 
-// elide fits the plain text s into w cells by dropping whole words from
+// Elide fits the plain text s into w cells by dropping whole words from
 // its end, then "…": a number is never cut (61.62… reads as a figure), nor
 // parted from its unit, and a clause left open ("(", "of", "at") goes with
 // the words after it. A text that ends on a figure gets " …", so the figure
 // reads as whole. Text that fits is returned as it is; a first word wider
 // than w is cut as fit cuts it.
-func elide(s string, w int) string {
-	if cellWidth(s) <= w {
+func Elide(s string, w int) string {
+	if common.CellWidth(s) <= w {
 		return s
 	}
 	if w <= 1 {
-		return fit(s, w)
+		return Fit(s, w)
 	}
 	words := strings.Fields(s)
 	n := 0 // words kept
 	for used := 0; n < len(words); n++ {
-		add := cellWidth(words[n])
+		add := common.CellWidth(words[n])
 		if n > 0 {
 			add++
 		}
@@ -365,16 +358,16 @@ func isUnit(t string) bool {
 	return false
 }
 
-// elideName fits a GPU's name into w cells, cut after a whole part
+// ElideName fits a GPU's name into w cells, cut after a whole part
 // ("A100-SXM4…", not "A100-SXM4-8…", which reads as a figure).
-func elideName(s string, w int) string {
-	if cellWidth(s) <= w {
+func ElideName(s string, w int) string {
+	if common.CellWidth(s) <= w {
 		return s
 	}
 	for i := len(s) - 1; i > 0; i-- {
-		if (s[i] == '-' || s[i] == ' ') && cellWidth(s[:i])+1 <= w {
+		if (s[i] == '-' || s[i] == ' ') && common.CellWidth(s[:i])+1 <= w {
 			return s[:i] + "…"
 		}
 	}
-	return fit(s, w)
+	return Fit(s, w)
 }

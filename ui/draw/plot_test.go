@@ -1,6 +1,7 @@
-package ui
+package draw
 
 import (
+	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func flatSeries(n int, v float64) []float64 {
 // the side of each line the value is on, and the label of each line's row
 // names the line.
 func TestPlotPutsValuesAndLinesAtTheirHeight(t *testing.T) {
-	st := NewStyles(true, true)
+	st := common.NewStyles(true, true)
 	th := advisor.Thresholds{Warn: 80, Crit: 90}
 	cases := []struct {
 		rows               int
@@ -115,10 +116,10 @@ func TestPlotPutsValuesAndLinesAtTheirHeight(t *testing.T) {
 		{rows: 20, value: 40, warnY: 63, critY: 71, valY: 40, bottom: "0G"},
 	}
 	for _, c := range cases {
-		spec := plotSpec{width: 44, height: c.rows, totalGiB: 80, th: th}
-		n := plotDots(spec)
-		spec.lines = []plotLine{{vals: flatSeries(n, c.value)}}
-		out := plot(st, spec)
+		spec := PlotSpec{Width: 44, Height: c.rows, TotalGiB: 80, Th: th}
+		n := PlotDots(spec)
+		spec.Lines = []PlotLine{{Vals: flatSeries(n, c.value)}}
+		out := Plot(st, spec)
 		g := decodePlot(t, out, c.rows, labelWidth(spec))
 		// Column 1 is a right dot: no threshold dot there, only the value.
 		if got := g.levels(1); len(got) != 1 || got[0] != c.valY {
@@ -167,15 +168,15 @@ func sameLevels(got, want []int) bool {
 // the least a plot draws to 30 rows and values around both lines, that a
 // value under a line is drawn under it and one at or over it at or over it.
 func TestPlotKeepsEachValueOnItsSideOfTheLines(t *testing.T) {
-	st := NewStyles(true, true)
+	st := common.NewStyles(true, true)
 	for _, th := range []advisor.Thresholds{{Warn: 80, Crit: 90}, {Warn: 85, Crit: 90}, {Warn: 50, Crit: 95}} {
-		for rows := minPlotRows; rows <= 30; rows++ {
+		for rows := MinPlotRows; rows <= 30; rows++ {
 			for _, total := range []float64{80, 140.4} {
 				warnG, critG := total*th.Warn/100, total*th.Crit/100
 				for _, v := range []float64{0, warnG - 1.5, warnG - 0.01, warnG, (warnG + critG) / 2, critG - 0.01, critG, total} {
-					spec := plotSpec{width: 30, height: rows, totalGiB: total, th: th}
-					spec.lines = []plotLine{{vals: flatSeries(plotDots(spec), v)}}
-					out := plot(st, spec)
+					spec := PlotSpec{Width: 30, Height: rows, TotalGiB: total, Th: th}
+					spec.Lines = []PlotLine{{Vals: flatSeries(PlotDots(spec), v)}}
+					out := Plot(st, spec)
 					g := decodePlot(t, out, rows, labelWidth(spec))
 					val := g.levels(1)
 					lines := g.levels(2)
@@ -194,9 +195,9 @@ func TestPlotKeepsEachValueOnItsSideOfTheLines(t *testing.T) {
 					} else {
 						// The value is on one of the lines: find which from the
 						// empty-value plot.
-						empty := plotSpec{width: 30, height: rows, totalGiB: total, th: th, lines: []plotLine{{vals: flatSeries(plotDots(spec), math.NaN())}}}
-						empty.lines[0].vals[len(empty.lines[0].vals)-1] = 0
-						eg := decodePlot(t, plot(st, empty), rows, labelWidth(empty))
+						empty := PlotSpec{Width: 30, Height: rows, TotalGiB: total, Th: th, Lines: []PlotLine{{Vals: flatSeries(PlotDots(spec), math.NaN())}}}
+						empty.Lines[0].Vals[len(empty.Lines[0].Vals)-1] = 0
+						eg := decodePlot(t, Plot(st, empty), rows, labelWidth(empty))
 						ls := eg.levels(2)
 						if len(ls) != 2 {
 							t.Fatalf("%v %d rows: lines at %v", th, rows, ls)
@@ -220,19 +221,19 @@ func TestPlotKeepsEachValueOnItsSideOfTheLines(t *testing.T) {
 // TestPlotPeakPerColumnAndShape: a spike of one sample shows at its height,
 // every line of the plot is the plot's width, and the time axis ends "now".
 func TestPlotPeakPerColumnAndShape(t *testing.T) {
-	st := NewStyles(true, false)
-	spec := plotSpec{width: 60, height: 12, totalGiB: 80, th: advisor.DefaultThresholds(), xAxis: 5 * time.Minute}
-	n := plotDots(spec)
+	st := common.NewStyles(true, false)
+	spec := PlotSpec{Width: 60, Height: 12, TotalGiB: 80, Th: advisor.DefaultThresholds(), XAxis: 5 * time.Minute}
+	n := PlotDots(spec)
 	vals := flatSeries(n, 20)
 	vals[n/2] = 80
-	spec.lines = []plotLine{{vals: vals}}
-	out := plot(st, spec)
+	spec.Lines = []PlotLine{{Vals: vals}}
+	out := Plot(st, spec)
 	lines := strings.Split(out, "\n")
 	if len(lines) != 12 {
 		t.Fatalf("%d lines, want 12", len(lines))
 	}
 	for _, l := range lines {
-		if w := cellWidth(l); w != 60 {
+		if w := common.CellWidth(l); w != 60 {
 			t.Errorf("line %d wide, want 60: %q", w, ansi.Strip(l))
 		}
 	}

@@ -1,10 +1,10 @@
-package ui
+package common
 
 import "charm.land/bubbles/v2/key"
 
-// keyMap is every key of the live view, in one place; the help screen is
+// KeyMap is every key of the live view, in one place; the help screen is
 // built from it.
-type keyMap struct {
+type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Tab, Enter, Back                        key.Binding
 	Sort, Filter, Mine, Group, Span         key.Binding
@@ -22,8 +22,8 @@ type keyMap struct {
 	Prev, Next key.Binding
 }
 
-func newKeyMap(replay bool) keyMap {
-	k := keyMap{
+func NewKeyMap(replay bool) KeyMap {
+	k := KeyMap{
 		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "move up")),
 		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "move down")),
 		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
@@ -87,8 +87,8 @@ func newKeyMap(replay bool) keyMap {
 	return k
 }
 
-// helpGroups is the key list of the help screen, by theme.
-func (k keyMap) helpGroups() [][]key.Binding {
+// HelpGroups is the key list of the help screen, by theme.
+func (k KeyMap) HelpGroups() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Tab, k.Enter, k.Back},
 		{k.Sort, k.SortPick, k.Reverse, k.SortLeft, k.Filter, k.Mine, k.Group, k.Span, k.Kill, k.Signal, k.Watch},
@@ -108,14 +108,14 @@ type KeyRow struct{ Keys, Does string }
 // replay's own keys come last, marked.
 func KeyTable() []KeyRow {
 	var rows []KeyRow
-	for _, g := range newKeyMap(false).helpGroups() {
+	for _, g := range NewKeyMap(false).HelpGroups() {
 		for _, b := range g {
 			if b.Help().Key != "" {
 				rows = append(rows, KeyRow{b.Help().Key, b.Help().Desc})
 			}
 		}
 	}
-	r := newKeyMap(true)
+	r := NewKeyMap(true)
 	for _, b := range []key.Binding{r.Play, r.StepBack, r.StepFwd, r.SeekBack, r.SeekFwd, r.SeekStart, r.SeekEnd, r.Speed} {
 		rows = append(rows, KeyRow{b.Help().Key, b.Help().Desc + " (replay)"})
 	}

@@ -1,29 +1,30 @@
-package ui
+package draw
 
 import (
 	"fmt"
+	"github.com/vramtop/vramtop/ui/common"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 )
 
-// pager is a viewport that scrolls with the view's own keys (↑/↓, page
+// Pager is a viewport that scrolls with the view's own keys (↑/↓, page
 // keys, home/end or g/G, the wheel): the help and the alerts screens.
-type pager struct {
+type Pager struct {
 	vp   viewport.Model
-	keys keyMap
+	keys common.KeyMap
 }
 
-func newPager() pager { return pager{vp: viewport.New()} }
+func NewPager() Pager { return Pager{vp: viewport.New()} }
 
-func (p *pager) setKeys(k keyMap) {
+func (p *Pager) SetKeys(k common.KeyMap) {
 	p.keys = k
 	p.vp.KeyMap = viewport.KeyMap{Up: k.Up, Down: k.Down, PageUp: k.PageUp, PageDown: k.PageDown}
 }
 
 // Update scrolls.
-func (p *pager) Update(msg tea.Msg) tea.Cmd {
+func (p *Pager) Update(msg tea.Msg) tea.Cmd {
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
 		case key.Matches(k, p.keys.Top):
@@ -40,10 +41,10 @@ func (p *pager) Update(msg tea.Msg) tea.Cmd {
 }
 
 // Top scrolls back to the first line.
-func (p *pager) Top() { p.vp.GotoTop() }
+func (p *Pager) Top() { p.vp.GotoTop() }
 
 // Set lays content into w×h, keeping the scroll position.
-func (p *pager) Set(content string, w, h int) {
+func (p *Pager) Set(content string, w, h int) {
 	p.vp.SetWidth(w)
 	p.vp.SetHeight(max(h, 1))
 	y := p.vp.YOffset()
@@ -52,15 +53,15 @@ func (p *pager) Set(content string, w, h int) {
 }
 
 // Overflows reports whether the content is taller than the viewport.
-func (p *pager) Overflows() bool { return p.vp.TotalLineCount() > p.vp.Height() }
+func (p *Pager) Overflows() bool { return p.vp.TotalLineCount() > p.vp.Height() }
 
 // ScrollLine says how to scroll and how far down the view is; empty when
 // everything fits.
-func (p *pager) ScrollLine() string {
+func (p *Pager) ScrollLine() string {
 	if !p.Overflows() {
 		return ""
 	}
 	return fmt.Sprintf("  ↑/↓ pgup/pgdn: scroll · %d%%", int(p.vp.ScrollPercent()*100+0.5))
 }
 
-func (p *pager) View() string { return p.vp.View() }
+func (p *Pager) View() string { return p.vp.View() }

@@ -1,0 +1,56 @@
+package common
+
+import (
+	"fmt"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// Component is one part of the screen. The root model routes keys to the
+// focused component and data (snapshots, sizes) to all; a component asks
+// the root for what it does not own (open a screen, signal a process,
+// show a status line) by posting a request to the outbox.
+type Component interface {
+	// Update takes a message routed to the component.
+	Update(msg tea.Msg) tea.Cmd
+	// View renders the component at its size.
+	View() string
+	// SetSize gives the component its size.
+	SetSize(w, h int)
+	// Bindings are the keys it takes, for the footer and the help screen.
+	Bindings() []key.Binding
+}
+
+// Requests of components to the root model.
+type (
+	// OpenDetail opens the detail screen of a device, or of a process
+	// (PID and its start time, to tell a reused PID apart).
+	OpenDetail struct {
+		Dev   string
+		PID   uint32
+		Start int64
+	}
+	// StatusLine sets the footer's status line.
+	StatusLine struct {
+		Text string
+		Err  bool
+	}
+)
+
+// Outbox carries requests from the components to the root model, which
+// handles them right after the message that caused them, in order.
+type Outbox struct{ msgs []tea.Msg }
+
+func (o *Outbox) Post(msg tea.Msg) { o.msgs = append(o.msgs, msg) }
+
+func (o *Outbox) Status(err bool, format string, args ...any) {
+	o.Post(StatusLine{Text: fmt.Sprintf(format, args...), Err: err})
+}
+
+// Take returns the requests posted and empties the box.
+func (o *Outbox) Take() []tea.Msg {
+	m := o.msgs
+	o.msgs = nil
+	return m
+}
