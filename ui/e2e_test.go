@@ -95,14 +95,7 @@ func TestEndToEndTmux(t *testing.T) {
 	tmux("send-keys", "-t", "e2e", "Tab")
 	tmux("send-keys", "-t", "e2e", "s", "s", "s")
 	sorted := waitFor("sorted by PID", 2*time.Second, has("PID▼", "sorted by pid"))
-	var pids []int
-	for _, l := range processLines(sorted) {
-		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "● ")); len(f) > 1 {
-			if n, err := strconv.Atoi(f[1]); err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
+	pids := pidsOnScreen(sorted)
 	if len(pids) < 3 || !sort.IntsAreSorted(pids) {
 		t.Errorf("PIDs on screen after sorting by PID: %v\n%s", pids, sorted)
 	}
@@ -129,12 +122,7 @@ func TestEndToEndTmux(t *testing.T) {
 	clickAt(x, y)
 	waitFor("age reversed after a second click", 2*time.Second, has("AGE▲"))
 	// GPU 1's line in the list: "  1   H100 …".
-	y = -1
-	for i, l := range strings.Split(capture(), "\n") {
-		if f := strings.Fields(strings.TrimLeft(l, "›▶ ")); len(f) > 1 && f[0] == "1" && strings.Contains(l, "H100") {
-			y = i
-		}
-	}
+	y = gpuLine(capture(), "1", "H100")
 	if y < 0 {
 		t.Fatalf("GPU 1 is not listed:\n%s", capture())
 	}
@@ -159,15 +147,9 @@ func TestEndToEndTmux(t *testing.T) {
 	tmux("send-keys", "-t", "e2e", "F10")
 	waitFor("exit after F10", time.Second, has("vramtop-exited-0"))
 	t.Logf("F10 exited in %v", time.Since(start).Round(time.Millisecond))
-	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {
-		t.Errorf("still in the alternate screen after exit (alternate_on=%s)", alt)
-	}
-	if mouse := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{mouse_any_flag}#{mouse_button_flag}")); mouse != "00" {
-		t.Errorf("mouse reporting left on after exit (%s)", mouse)
-	}
-	if cur := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{cursor_flag}")); cur != "1" {
-		t.Errorf("cursor hidden after exit (cursor_flag=%s)", cur)
-	}
+	checkRestored(t, func(format string) string {
+		return strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", format))
+	})
 
 	// TERM=dumb cannot take the screen: the one-shot table, as in a pipe.
 	tmux("send-keys", "-t", "e2e", "clear; TERM=dumb "+bin+" --demo; echo vramtop-dumb-$?", "Enter")
@@ -178,5 +160,45 @@ func TestEndToEndTmux(t *testing.T) {
 	}
 	if alt := strings.TrimSpace(tmux("display-message", "-p", "-t", "e2e", "#{alternate_on}")); alt != "0" {
 		t.Errorf("TERM=dumb opened the alternate screen")
+	}
+}
+
+// pidsOnScreen are the PIDs of the process lines of screen s, in order.
+func pidsOnScreen(s string) []int {
+	var pids []int
+	for _, l := range processLines(s) {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "● ")); len(f) > 1 {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// gpuLine is the last line of screen s that lists GPU id with name in it
+// ("  1   H100 …"); -1 for none.
+func gpuLine(s, id, name string) int {
+	y := -1
+	for i, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(strings.TrimLeft(l, "›▶ ")); len(f) > 1 && f[0] == id && strings.Contains(l, name) {
+			y = i
+		}
+	}
+	return y
+}
+
+// checkRestored checks that the terminal is as it was after the program
+// exited, from tmux's formats (display reads one).
+func checkRestored(t *testing.T, display func(format string) string) {
+	t.Helper()
+	if alt := display("#{alternate_on}"); alt != "0" {
+		t.Errorf("still in the alternate screen after exit (alternate_on=%s)", alt)
+	}
+	if mouse := display("#{mouse_any_flag}#{mouse_button_flag}"); mouse != "00" {
+		t.Errorf("mouse reporting left on after exit (%s)", mouse)
+	}
+	if cur := display("#{cursor_flag}"); cur != "1" {
+		t.Errorf("cursor hidden after exit (cursor_flag=%s)", cur)
 	}
 }

@@ -1366,6 +1366,33 @@ func TestKillRefusedByTheCheck(t *testing.T) {
 // Where processes have a job, host CPU and host memory (the demo's do), the
 // table shows JOB, CPU% and RSS, sorts by CPU% and RSS (n/a last), and u
 // groups by user, then by job; where none has, the columns are left out.
+// checkDescending checks that the live processes of rows are in descending
+// order of val, those without a value last, and that at least three were
+// compared.
+func checkDescending(t *testing.T, mode sortMode, rows []procRow, val func(procRow) (float64, bool)) {
+	t.Helper()
+	prev, seenNA, n := math.Inf(1), false, 0
+	for _, r := range rows {
+		if r.kind != rowProc || r.proc.Exited {
+			continue
+		}
+		v, ok := val(r)
+		switch {
+		case !ok:
+			seenNA = true
+		case seenNA:
+			t.Errorf("sort %s: PID %d (%v) after a process without a value", mode, r.proc.PID, v)
+		case v > prev:
+			t.Errorf("sort %s: PID %d (%v) after %v", mode, r.proc.PID, v, prev)
+		default:
+			prev, n = v, n+1
+		}
+	}
+	if n < 3 {
+		t.Errorf("sort %s: %d processes with a value, nothing compared", mode, n)
+	}
+}
+
 func TestJobCPUAndRSSColumns(t *testing.T) {
 	m, _ := newTestModel(Options{User: demo.User})
 	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(demoSnap(t, 10*time.Minute)))
@@ -1399,26 +1426,7 @@ func TestJobCPUAndRSSColumns(t *testing.T) {
 		if m.procs.sortBy != tt.mode || !strings.Contains(screenText(m), tt.title) {
 			t.Fatalf("s should reach sort %s and mark %s", tt.mode, tt.title)
 		}
-		prev, seenNA, n := math.Inf(1), false, 0
-		for _, r := range m.procs.rows {
-			if r.kind != rowProc || r.proc.Exited {
-				continue
-			}
-			v, ok := tt.val(r)
-			switch {
-			case !ok:
-				seenNA = true
-			case seenNA:
-				t.Errorf("sort %s: PID %d (%v) after a process without a value", tt.mode, r.proc.PID, v)
-			case v > prev:
-				t.Errorf("sort %s: PID %d (%v) after %v", tt.mode, r.proc.PID, v, prev)
-			default:
-				prev, n = v, n+1
-			}
-		}
-		if n < 3 {
-			t.Errorf("sort %s: %d processes with a value, nothing compared", tt.mode, n)
-		}
+		checkDescending(t, tt.mode, m.procs.rows, tt.val)
 	}
 	keys(m, "u")
 	if m.procs.group != groupUser || !strings.Contains(screenText(m), "by user") {

@@ -299,43 +299,24 @@ const palSev = 1
 // them, at any floor). Every line is exactly spec.width cells.
 func Plot(st common.Styles, spec PlotSpec) string {
 	cols, rows := plotCols(spec), PlotRows(spec)
-	dots := cols * dotsPerCell
-	if cols < 2 || rows < MinPlotRows || spec.TotalGiB <= 0 || math.IsNaN(spec.TotalGiB) || math.IsInf(spec.TotalGiB, 0) {
-		return ""
-	}
-	any := false
-	for _, l := range spec.Lines {
-		if len(l.Vals) != dots {
-			return ""
-		}
-		any = any || hasData(l.Vals)
-	}
-	if !any {
+	if !plottable(spec, cols, rows) {
 		return ""
 	}
 	sc, ok := scaleFor(spec.TotalGiB, spec.Th, rows)
 	if !ok {
 		return ""
 	}
-	grid := make([]plotCell, rows*cols)
+	g := plotGrid{cells: make([]plotCell, rows*cols), rows: rows, cols: cols}
 	// The palette: none, the three severities, then each line's own paint.
 	pal := []*common.Paint{nil, &st.PSev[0], &st.PSev[1], &st.PSev[2]}
-	// set puts dot (x, y) (y from the bottom) in the grid.
-	set := func(x, y int, rank int8, pi uint8) {
-		c := &grid[(rows-1-y/dotsPerRow)*cols+x/dotsPerCell]
-		c.bits |= brailleBits[x&1][dotsPerRow-1-y%dotsPerRow]
-		if rank > c.rank || rank == c.rank && pi > c.pal {
-			c.rank, c.pal = rank, pi
-		}
-	}
 	var warnY, critY = -1, -1
 	warnG, critG := spec.TotalGiB*spec.Th.Warn/100, spec.TotalGiB*spec.Th.Crit/100
 	if spec.Th.Warn > 0 && spec.Th.Crit > 0 {
 		warnY, critY = sc.dot(warnG), sc.dot(critG)
 		// A dot in every other time column: a dotted line.
-		for x := 0; x < dots; x += dotsPerCell {
-			set(x, warnY, 1, palSev+uint8(advisor.Warn))
-			set(x, critY, 1, palSev+uint8(advisor.Crit))
+		for x := 0; x < cols*dotsPerCell; x += dotsPerCell {
+			g.set(x, warnY, 1, palSev+uint8(advisor.Warn))
+			g.set(x, critY, 1, palSev+uint8(advisor.Crit))
 		}
 	}
 	for _, l := range spec.Lines {
@@ -344,42 +325,92 @@ func Plot(st common.Styles, spec PlotSpec) string {
 			pal = append(pal, l.P)
 			own = uint8(len(pal) - 1)
 		}
-		prev := -1
 		for x, v := range l.Vals {
 			if math.IsNaN(v) {
-				prev = -1
 				continue
 			}
-			y := sc.dataDot(v, warnG, critG, warnY, critY)
 			pi := own
 			if pi == 0 {
 				pi = palSev + uint8(common.Level(Severity(v/spec.TotalGiB*100, spec.Th)))
 			}
-			switch {
-			case l.Fill:
-				for i := 0; i <= y; i++ {
-					set(x, i, 2, pi)
-				}
-			case prev < 0 || prev == y:
-				set(x, y, 3, pi)
-			default:
-				// A step: the column draws the rise (or fall) from the
-				// previous level, so the line is unbroken.
-				step := 1
-				if y < prev {
-					step = -1
-				}
-				for i := prev + step; i != y+step; i += step {
-					set(x, i, 3, pi)
-				}
-			}
-			prev = y
+			y := sc.dataDot(v, warnG, critG, warnY, critY)
+			g.column(x, y, prevDot(l.Vals, x, sc, warnG, critG, warnY, critY), l.Fill, pi)
 		}
 	}
-	labels := plotLabels(spec, sc, rows, warnY, critY)
+	return g.render(spec, plotLabels(spec, sc, rows, warnY, critY), pal)
+}
+
+// plottable reports whether spec can be drawn in cols x rows cells: room
+// for a graph that sets the lines apart, a sane total, every line of the
+// right length and one of them with data.
+func plottable(spec PlotSpec, cols, rows int) bool {
+	if cols < 2 || rows < MinPlotRows || spec.TotalGiB <= 0 || math.IsNaN(spec.TotalGiB) || math.IsInf(spec.TotalGiB, 0) {
+		return false
+	}
+	data := false
+	for _, l := range spec.Lines {
+		if len(l.Vals) != cols*dotsPerCell {
+			return false
+		}
+		data = data || hasData(l.Vals)
+	}
+	return data
+}
+
+// prevDot is the dot row of the value before column x of vals; -1 where
+// there is none (the first column, or no data there).
+func prevDot(vals []float64, x int, sc yScale, warnG, critG float64, warnY, critY int) int {
+	if x == 0 || math.IsNaN(vals[x-1]) {
+		return -1
+	}
+	return sc.dataDot(vals[x-1], warnG, critG, warnY, critY)
+}
+
+// plotGrid is the braille cells of a plot, rows from the top.
+type plotGrid struct {
+	cells      []plotCell
+	rows, cols int
+}
+
+// set puts dot (x, y) (y from the bottom) in the grid.
+func (g *plotGrid) set(x, y int, rank int8, pi uint8) {
+	c := &g.cells[(g.rows-1-y/dotsPerRow)*g.cols+x/dotsPerCell]
+	c.bits |= brailleBits[x&1][dotsPerRow-1-y%dotsPerRow]
+	if rank > c.rank || rank == c.rank && pi > c.pal {
+		c.rank, c.pal = rank, pi
+	}
+}
+
+// column draws a line's dot column x at row y, prev the row of the column
+// before it (-1: none): filled down to the bottom, a dot, or the step from
+// prev to y.
+func (g *plotGrid) column(x, y, prev int, fill bool, pi uint8) {
+	switch {
+	case fill:
+		for i := 0; i <= y; i++ {
+			g.set(x, i, 2, pi)
+		}
+	case prev < 0 || prev == y:
+		g.set(x, y, 3, pi)
+	default:
+		// A step: the column draws the rise (or fall) from the previous
+		// level, so the line is unbroken.
+		step := 1
+		if y < prev {
+			step = -1
+		}
+		for i := prev + step; i != y+step; i += step {
+			g.set(x, i, 3, pi)
+		}
+	}
+}
+
+// render writes the grid with its y labels and, when spec asks, its time
+// axis.
+func (g *plotGrid) render(spec PlotSpec, labels map[int]string, pal []*common.Paint) string {
 	lw := labelWidth(spec)
 	var b strings.Builder
-	for r := 0; r < rows; r++ {
+	for r := 0; r < g.rows; r++ {
 		if r > 0 {
 			b.WriteByte('\n')
 		}
@@ -391,11 +422,11 @@ func Plot(st common.Styles, spec PlotSpec) string {
 			b.WriteString(strings.Repeat(" ", lw))
 			b.WriteString("│")
 		}
-		writeCells(&b, grid[r*cols:(r+1)*cols], pal)
+		writeCells(&b, g.cells[r*g.cols:(r+1)*g.cols], pal)
 	}
 	if spec.XAxis > 0 {
 		b.WriteByte('\n')
-		b.WriteString(timeAxis(spec.XAxis, cols, lw+2))
+		b.WriteString(timeAxis(spec.XAxis, g.cols, lw+2))
 	}
 	return b.String()
 }
