@@ -52,6 +52,8 @@ func commands() []command {
 		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
 		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
 		{name: "fleet", summary: "The live view over many hosts, read from Prometheus", run: runFleet, settings: []string{"warn", "crit", "history", "color"}},
+		{name: "usage", summary: "Account for who held GPU memory: GiB-hours, idle GPU-hours, peak, share per user and job", run: runUsage, files: true,
+			example: "  vramtop usage gpu.jsonl.gz gpu.jsonl.gz.1 --since 2026-03-01 --until 2026-03-08\n  vramtop usage --prometheus http://prometheus:9090 --since 7d --csv > usage.csv"},
 		{name: "config", summary: "Print the settings in effect and where each came from", run: runConfig},
 		{name: "man", summary: "Print the manual page (roff): vramtop man | man -l -", run: runMan},
 	}

@@ -41,7 +41,7 @@ func (v percentValue) Set(s string) error {
 }
 
 // percentFlags are the flags that hold a percentage.
-var percentFlags = map[string]bool{"warn": true, "crit": true, "max-util": true}
+var percentFlags = map[string]bool{"warn": true, "crit": true, "max-util": true, "idle-below": true}
 
 // userValues makes fs's duration flags take days and its percentages a
 // % sign: pflag's own values are swapped for ours over the same variables.

@@ -124,6 +124,10 @@ type scanner struct {
 	ctx       context.Context
 	// onLine is called after each snapshot line indexed.
 	onLine func()
+	// emit, when set, takes each snapshot line instead of the index
+	// (Stream); a non-nil stop ends the scan with that error.
+	emit func(h *recorder.Header, line []byte, hd head, lineNo int)
+	stop error
 }
 
 func (p *scanner) warnf(line int, format string, args ...any) {
@@ -139,6 +143,9 @@ func (p *scanner) readLines(r io.Reader, mem int32) error {
 	for {
 		if err := p.ctx.Err(); err != nil {
 			return err
+		}
+		if p.stop != nil {
+			return p.stop
 		}
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
@@ -321,6 +328,10 @@ func (p *scanner) parseLine(raw []byte, off int64, mem int32) {
 			return
 		}
 		key = &p.keyL
+	}
+	if p.emit != nil {
+		p.emit(p.hdrP, line, hd, p.line)
+		return
 	}
 	p.add(e, p.hdrP, key, false)
 	if p.onLine != nil {
@@ -507,6 +518,9 @@ func (p *scanner) scanGzip(size int64) error {
 		if cerr := p.ctx.Err(); cerr != nil {
 			return cerr
 		}
+		if p.stop != nil {
+			return p.stop
+		}
 		if err == nil {
 			off += cr.n
 			// The writer ends each member at a line's end; a cut here is
@@ -629,30 +643,35 @@ func (r *Recording) scanFile(ctx context.Context, name string, idx int, warn fun
 	}
 	f := &file{name: display, f: osf}
 	r.files = append(r.files, f)
-	st, err := osf.Stat()
-	if err != nil {
-		return err
-	}
-	magic := make([]byte, 2)
-	n, _ := osf.ReadAt(magic, 0)
 	p := &scanner{r: r, f: f, fileIdx: uint16(idx), warn: warn, hdr: -1, key: -1, ctx: ctx, onLine: onLine}
 	before := len(r.view().lines)
-	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		f.gz = true
-		if err := p.scanGzip(st.Size()); err != nil {
-			return err
-		}
-	} else {
-		f.members = []int64{0}
-		if err := p.readLines(io.NewSectionReader(osf, 0, st.Size()), 0); err != nil {
-			return err
-		}
-		p.finish()
+	if err := p.scanAll(); err != nil {
+		return err
 	}
 	p.flushSkipped()
 	if len(r.view().lines) == before && !p.sawHeader {
 		return fmt.Errorf("%s is not a vramtop recording", display)
 	}
+	return nil
+}
+
+// scanAll reads the whole file, plain or gzip compressed.
+func (p *scanner) scanAll() error {
+	st, err := p.f.f.Stat()
+	if err != nil {
+		return err
+	}
+	magic := make([]byte, 2)
+	n, _ := p.f.f.ReadAt(magic, 0)
+	if n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		p.f.gz = true
+		return p.scanGzip(st.Size())
+	}
+	p.f.members = []int64{0}
+	if err := p.readLines(io.NewSectionReader(p.f.f, 0, st.Size()), 0); err != nil {
+		return err
+	}
+	p.finish()
 	return nil
 }
 
