@@ -100,6 +100,7 @@ func runJob(ctx context.Context, name string, j jobSpec, stdout, stderr io.Write
 		defer f.Close()
 		rep = f
 	}
+	sf.jobEnergy = true
 	src, s, code := sf.start(name, sampler.Config{ProcessInterval: sampler.JobProcessInterval}, stderr)
 	if s == nil {
 		return code

@@ -117,6 +117,9 @@ type sourceFlags struct {
 	// host is the source's host name where it has its own (the demo's
 	// demo-node); "" for this machine's.
 	host string
+	// jobEnergy reads the GPUs' energy counters with every gauge reading,
+	// for a job's energy (run); other commands read them every 30 s.
+	jobEnergy bool
 }
 
 func (f *sourceFlags) add(fs *pflag.FlagSet) {
@@ -179,6 +182,9 @@ func (f *sourceFlags) newSampler(stderr io.Writer) (*sampler.Sampler, int) {
 func (f *sourceFlags) start(name string, cfg sampler.Config, stderr io.Writer) (sampler.Source, *sampler.Sampler, int) {
 	src, err := f.open(stderr)
 	starttrace.Mark("source-open")
+	if e, ok := src.(interface{ SetEnergyEvery(time.Duration) }); ok && f.jobEnergy {
+		e.SetEnergyEvery(0)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, sampler.ErrNoDriver):

@@ -100,6 +100,10 @@ type nvmlSource struct {
 	prevIdx  map[uint32]int
 	utilSeen map[uint32]uint64
 	closed   bool
+
+	// energyEvery is how often the energy counter is read (energyEvery,
+	// or with the gauges where a job's energy is measured).
+	energyEvery time.Duration
 }
 
 // listSpan is one device's processes in a ReadProcesses buffer.
@@ -150,6 +154,8 @@ type nvmlDev struct {
 	// read at gaugesAt (readDevice).
 	gauges   sampler.MemSample
 	gaugesAt time.Time
+	// energyAt is when the energy counter was last read.
+	energyAt time.Time
 }
 
 // gaugesEvery is how often a GPU's utilization, temperature, power and
@@ -158,6 +164,13 @@ type nvmlDev struct {
 // sample carries the last readings. A little under a second, so that 1 s
 // sampling reads them every time.
 const gaugesEvery = 900 * time.Millisecond
+
+// energyEvery is how often the total-energy counter is read where no job's
+// energy is asked for (SetEnergyEvery): on an H200 the call costs 2.2 ms of
+// CPU, as much as the rest of a sample, which read with the gauges at 1 Hz
+// made the watcher a third dearer (a CPU profile with 100 processes,
+// bench/gpu/watch.py's tenants: 140 ms of 930 ms in 65 s).
+const energyEvery = 30 * time.Second
 
 // errSlot keeps the last error of one kind for a device, so that a device
 // that keeps failing the same way does not allocate a new error every poll.
@@ -220,12 +233,13 @@ func newSource(lib nvml.Interface, proc *sampler.ProcReader) (*nvmlSource, error
 		return nil, fmt.Errorf("NVML initialization: %v", ret)
 	}
 	s := &nvmlSource{
-		lib:      lib,
-		proc:     proc,
-		hasV2:    true,
-		pidIdx:   map[uint32]int{},
-		prevIdx:  map[uint32]int{},
-		utilSeen: map[uint32]uint64{},
+		lib:         lib,
+		proc:        proc,
+		hasV2:       true,
+		pidIdx:      map[uint32]int{},
+		prevIdx:     map[uint32]int{},
+		utilSeen:    map[uint32]uint64{},
+		energyEvery: energyEvery,
 	}
 	if ext := lib.Extensions(); ext != nil && ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") != nil {
 		// Calling a symbol the library lacks would kill the process.
@@ -540,9 +554,12 @@ func (s *nvmlSource) readDevice(d *nvmlDev, m *sampler.MemSample) bool {
 			d.noPower = true
 		}
 	}
-	if !d.noEnergy {
-		// The total-energy counter (Volta and later), read with the power:
-		// a job's energy is the difference of two readings.
+	if !d.noEnergy && !due(s.lastNow, d.energyAt, s.energyEvery) {
+		m.EnergyMJ, m.HasEnergy, m.EnergyErr = d.gauges.EnergyMJ, d.gauges.HasEnergy, d.gauges.EnergyErr
+	} else if !d.noEnergy {
+		// The total-energy counter (Volta and later): a job's energy is the
+		// difference of two readings.
+		d.energyAt = s.lastNow
 		e, ret := d.h.GetTotalEnergyConsumption()
 		switch ret {
 		case nvml.SUCCESS:
@@ -686,6 +703,10 @@ func (s *nvmlSource) fillKnown(d *nvmlDev, ps []sampler.ProcSample) {
 		p.HostMemoryBytes, p.HasHostMemory = q.HostMemoryBytes, q.HasHostMemory
 	}
 }
+
+// SetEnergyEvery sets how often the energy counter is read; zero reads it
+// with the gauges (gaugesEvery), as `vramtop run` needs for a job's energy.
+func (s *nvmlSource) SetEnergyEvery(d time.Duration) { s.energyEvery = d }
 
 // ListedAt is when the process list of device dev was read from the driver
 // (sampler.ListTimer); zero where it has none.

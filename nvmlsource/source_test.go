@@ -1032,14 +1032,15 @@ func TestNVMLClocksWithTheGauges(t *testing.T) {
 	}
 }
 
-// The total-energy counter is read with the power, once in gaugesEvery: a
-// GPU whose call fails says why and the others keep their counter; a GPU
-// without one is not asked again.
+// For a job (SetEnergyEvery(0), as run asks) the total-energy counter is
+// read with the power, once in gaugesEvery: a GPU whose call fails says why
+// and the others keep their counter; a GPU without one is not asked again.
 func TestNVMLEnergyCounter(t *testing.T) {
 	h := newMockHost(nil)
 	h.gpus[1].energyRet = nvml.ERROR_NO_PERMISSION
 	h.gpus[2].energyRet = nvml.ERROR_NOT_SUPPORTED
 	s := h.open(t)
+	s.SetEnergyEvery(0)
 	out := make([]sampler.MemSample, len(s.Info().Devices))
 	read := func(d time.Duration) {
 		t.Helper()
@@ -1073,5 +1074,36 @@ func TestNVMLEnergyCounter(t *testing.T) {
 	read(2 * time.Second)
 	if n := len(h.devs[2].GetTotalEnergyConsumptionCalls()); n != calls || n != 1 {
 		t.Fatalf("GPU 2's counter asked %d times, want once (not supported)", n)
+	}
+}
+
+// Where no job's energy is asked for, the counter (2.2 ms of CPU a call on
+// an H200) is read every energyEvery, not with every gauge reading: the
+// samples between carry the last reading.
+func TestNVMLEnergyCounterReadSeldomByDefault(t *testing.T) {
+	h := newMockHost(nil)
+	s := h.open(t)
+	out := make([]sampler.MemSample, len(s.Info().Devices))
+	read := func(d time.Duration) {
+		t.Helper()
+		if err := s.ReadMemory(nvmlT0.Add(d), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(0)
+	first := out[0].EnergyMJ
+	h.gpus[0].energyMJ += 400_000
+	for d := time.Second; d < energyEvery; d += time.Second {
+		read(d)
+		if out[0].EnergyMJ != first || !out[0].HasEnergy || !out[0].HasPower {
+			t.Fatalf("%v on: %+v, want the first reading (%d mJ) carried and the power read", d, out[0], first)
+		}
+	}
+	if n := len(h.devs[0].GetTotalEnergyConsumptionCalls()); n != 1 {
+		t.Fatalf("counter asked %d times in %v, want once", n, energyEvery-time.Second)
+	}
+	read(energyEvery)
+	if out[0].EnergyMJ != first+400_000 {
+		t.Fatalf("after %v: %d mJ, want the counter read again (%d)", energyEvery, out[0].EnergyMJ, first+400_000)
 	}
 }
