@@ -203,3 +203,43 @@ func TestUsageDamagedAndCut(t *testing.T) {
 		t.Errorf("nothing accounted from the lines that read:\n%.300s", out)
 	}
 }
+
+// TestUsageHostileNamesInert: a user name holding a terminal control
+// sequence (one that would write the clipboard) reaches no output of
+// usage as such: the table, CSV and JSON show it inert.
+func TestUsageHostileNamesInert(t *testing.T) {
+	rec := demoRecording(t)
+	f, _ := os.Open(rec)
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := zr.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	f.Close()
+	text := strings.ReplaceAll(b.String(), `"alice"`, `"\u001b]52;c;aGk=\u0007alice\u202e"`)
+	if text == b.String() {
+		t.Fatal("no alice in the recording")
+	}
+	path := filepath.Join(t.TempDir(), "hostile.jsonl")
+	os.WriteFile(path, []byte(text), 0o644)
+	for _, args := range [][]string{{"usage", path}, {"usage", path, "--csv"}, {"usage", path, "--json"}} {
+		out, errOut, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if strings.ContainsAny(out+errOut, "\x1b\a\u202e") {
+			t.Errorf("%v: a control character reached the output:\n%q", args, out)
+		}
+		if !strings.Contains(out, "alice") {
+			t.Errorf("%v: alice's row is gone", args)
+		}
+	}
+}
