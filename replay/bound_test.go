@@ -198,8 +198,7 @@ func TestThinningWhileReplaying(t *testing.T) {
 		case <-r.Scanned():
 		default:
 			at := t0.Add(time.Duration(k*37%n) * time.Second)
-			i := r.Index(at)
-			s := r.Snapshot(i)
+			s, i := r.SnapshotAt(at)
 			if s.Time.After(at) || !s.Time.Equal(t0.Add(time.Duration(s.Seq)*time.Second)) {
 				t.Fatalf("at %v: snapshot %d, seq %d at %v", at, i, s.Seq, s.Time)
 			}

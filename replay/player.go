@@ -105,12 +105,14 @@ func (p *Player) advance() (snap sampler.Snapshot, publish bool, wait time.Durat
 	// The index may have been thinned since (a background scan): the
 	// snapshot in force at the moment replayed is found again.
 	p.idx = p.rec.Index(p.pos)
-	idx := p.idx
+	idx, pos := p.idx, p.pos
 	publish = idx != p.shown
 	p.shown = idx
 	p.mu.Unlock()
 	if publish {
-		snap = p.rec.Snapshot(idx)
+		// Found again with the snapshot, in one step: the index may be
+		// thinned meanwhile, and idx then names a later snapshot.
+		snap, _ = p.rec.SnapshotAt(pos)
 	}
 	return snap, publish, wait
 }

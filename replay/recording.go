@@ -256,21 +256,34 @@ func (x *index) time(i int) time.Time { return time.Unix(0, x.lines[i].t).In(x.z
 // Index returns the snapshot in force at t: the last one at or before t
 // (the first one when t is before the recording).
 func (r *Recording) Index(t time.Time) (i int) {
+	r.with(func(x *index) { i = x.index(t) })
+	return i
+}
+
+func (x *index) index(t time.Time) int {
 	tn := t.UnixNano()
-	r.with(func(x *index) {
-		i = sort.Search(len(x.lines), func(i int) bool { return x.lines[i].t > tn })
-	})
-	if i == 0 {
-		return 0
-	}
-	return i - 1
+	i := sort.Search(len(x.lines), func(i int) bool { return x.lines[i].t > tn })
+	return max(i-1, 0)
 }
 
 // At returns the snapshot in force at t, and whether t lies within the
 // recording (from its first to its last snapshot).
 func (r *Recording) At(t time.Time) (sampler.Snapshot, bool) {
 	in := !t.Before(r.Start()) && !t.After(r.End())
-	return r.Snapshot(r.Index(t)), in
+	snap, _ := r.SnapshotAt(t)
+	return snap, in
+}
+
+// SnapshotAt rebuilds the snapshot in force at t and returns its index: as
+// Snapshot(Index(t)), in one step. A background scan that thins the index
+// between the two calls renumbers the snapshots, and the index found first
+// then names a later one.
+func (r *Recording) SnapshotAt(t time.Time) (sampler.Snapshot, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cx = r.view()
+	i := r.cx.index(t)
+	return r.snapshotLocked(i), i
 }
 
 // config is the sampler configuration a header states.
@@ -305,9 +318,13 @@ func (r *Recording) Snapshot(i int) sampler.Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cx = r.view()
-	r.seqR.ixMu, r.keyR.ixMu = &r.ixMu, &r.ixMu
 	// The index may have been thinned since i was found.
-	i = min(i, len(r.cx.lines)-1)
+	return r.snapshotLocked(min(i, len(r.cx.lines)-1))
+}
+
+// snapshotLocked rebuilds snapshot i of r.cx; the caller holds mu.
+func (r *Recording) snapshotLocked(i int) sampler.Snapshot {
+	r.seqR.ixMu, r.keyR.ixMu = &r.ixMu, &r.ixMu
 	start := r.from(i)
 	c := r.cur
 	if c != nil && c.gen != r.cx.gen {
