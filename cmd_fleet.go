@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/fleet"
-	"github.com/vramtop/vramtop/internal/lean"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
 )
@@ -98,8 +97,8 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
-	lean.Watcher(false)
-	err = runLive(ctx, s, ui.Options{
+	ls := beginLive(false, false)
+	err = runLive(ctx, s, ls, ui.Options{
 		Thresholds: th.Thresholds,
 		Version:    version,
 		Title:      "vramtop fleet",

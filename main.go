@@ -25,7 +25,6 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
-	"github.com/vramtop/vramtop/internal/lean"
 	"github.com/vramtop/vramtop/internal/starttrace"
 	"github.com/vramtop/vramtop/nvmlsource"
 	"github.com/vramtop/vramtop/sampler"
@@ -337,17 +336,15 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
 		*once = true
 	}
-	if !*once {
-		lean.Watcher(true)
-		if sf.demo != "on" {
-			// The first frame's one-time costs, paid while the driver
-			// opens (the demo's source opens at once).
-			go ui.Warm()
-		}
-	}
+	var ls *liveStart
 	// The live view draws a frame per snapshot: one a second, whatever the
 	// sampling interval (fast mode's samples show as peaks).
-	_, s, code := sf.start("vramtop", sampler.Config{PublishInterval: time.Second, MemoryFirst: true}, stderr)
+	cfg := sampler.Config{PublishInterval: time.Second}
+	if !*once {
+		ls = beginLive(true, sf.demo != "on")
+		cfg = ls.config(cfg)
+	}
+	_, s, code := sf.start("vramtop", cfg, stderr)
 	if s == nil {
 		return code
 	}
@@ -369,7 +366,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sf.demo == "on" {
 		me = demo.User
 	}
-	err := runLive(ctx, s, ui.Options{
+	err := runLive(ctx, s, ls, ui.Options{
 		Thresholds:  th.Thresholds,
 		Bell:        *bell,
 		Notify:      *notify,
@@ -385,16 +382,16 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runLive runs the sampler and the live view over it until the view ends.
-func runLive(ctx context.Context, s *sampler.Sampler, opts ui.Options) error {
+// runLive runs the sampler and the live view over it until the view ends,
+// settling ls's start-up on the way.
+func runLive(ctx context.Context, s *sampler.Sampler, ls *liveStart, opts ui.Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	snaps := s.Subscribe()
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	// Start-up is over once the first frames are up.
-	release := time.AfterFunc(2*time.Second, lean.Settle)
-	defer release.Stop()
+	ls.settle()
+	defer ls.stop()
 	err := ui.Run(ctx, snaps, opts)
 	cancel()
 	<-done
