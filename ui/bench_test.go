@@ -1,13 +1,13 @@
 package ui
 
 import (
-	"github.com/vramtop/vramtop/ui/common"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // benchModel is the view of 8 GPUs with 100 processes each, ten minutes

@@ -3,6 +3,7 @@ package ui
 import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/vramtop/vramtop/ui/common"
 )
 
@@ -21,7 +22,6 @@ func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
 // The components of this package that keep the contract.
 var (
 	_ common.Component = (*procPane)(nil)
-	_ common.Component = (*helpScreen)(nil)
 	_ common.Component = (*alertsScreen)(nil)
 	_ common.Component = (*killPrompt)(nil)
 	_ common.Component = (*headerBar)(nil)

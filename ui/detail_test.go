@@ -2,8 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // advisedModel is a live view with the real advisor (its monitor gives the
@@ -159,7 +159,7 @@ func TestOneSeverity(t *testing.T) {
 		}
 		// The bar is in the warning colour, GPU 1's in the ok colour.
 		frame := m.View().Content
-		warnBar, okBar := m.st.PSev[advisor.Warn].Pre+common.GlyphUsed, m.st.PSev[advisor.Info].Pre+common.GlyphUsed
+		warnBar, okBar := m.ctx.Styles.PSev[advisor.Warn].Pre+common.GlyphUsed, m.ctx.Styles.PSev[advisor.Info].Pre+common.GlyphUsed
 		if strings.Count(frame, warnBar) != 1 || strings.Count(frame, okBar) != 1 {
 			t.Errorf("%v: %d warn-coloured bars and %d ok ones, want one each", sz, strings.Count(frame, warnBar), strings.Count(frame, okBar))
 		}

@@ -2,8 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +10,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/demo"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // cutFigure finds a figure or a unit cut by an ellipsis: "61.62…", "~96 m…",

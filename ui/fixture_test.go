@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/draw"
 	"math"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // fixedStart is the fixed clock of the tests.
@@ -155,3 +155,6 @@ func fakeSnap(tb testing.TB, ngpu int) sampler.Snapshot {
 }
 
 func DefaultThresholdsForTest() advisor.Thresholds { return advisor.DefaultThresholds() }
+
+// helpOpen reports whether the help screen is open.
+func (m *Model) helpOpen() bool { return m.open >= 0 && m.screens[m.open].key == &m.ctx.Keys.Help }

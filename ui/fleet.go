@@ -2,8 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"sort"
 	"strings"
 
@@ -12,6 +10,8 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // host is one machine of a fleet snapshot.

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // The screen knows a down host by the fleet source's mark (ui does not

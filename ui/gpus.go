@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // Sizes of a GPU panel, in lines: the text block of the full panel has four

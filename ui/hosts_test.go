@@ -2,13 +2,13 @@ package ui
 
 import (
 	"bytes"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // fleetSnap is a fleet of three hosts of two GPUs each; node-c is seen

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,17 +9,19 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // The function keys of htop, nvtop and nvitop act beside the letters.
 func TestFunctionKeys(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
 	keys(m, "f1")
-	if !m.showHelp || !strings.Contains(screenText(m), "What the marks mean") {
+	if !m.helpOpen() || !strings.Contains(screenText(m), "What the marks mean") {
 		t.Fatalf("F1 should open the help:\n%s", screenText(m))
 	}
 	keys(m, "f1")
-	if m.showHelp {
+	if m.helpOpen() {
 		t.Fatal("F1 again should close the help")
 	}
 	keys(m, "f3")

@@ -3,8 +3,6 @@ package ui
 import (
 	"errors"
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,8 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/procsignal"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // promptTTL is how long a kill prompt waits for its answer.

@@ -3,7 +3,6 @@
 package ui
 
 import (
-	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // shownChild starts a process and returns it with a snapshot that shows it

@@ -2,8 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +15,9 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/help"
 )
 
 // Messages of the live view.
@@ -79,8 +80,7 @@ const staleAfter = 3
 // shown, the screen, the focus, the alerts and the status line.
 type Model struct {
 	opts  Options
-	keys  common.KeyMap
-	st    common.Styles
+	ctx   *common.Context // the styles, keys and thresholds every part shares
 	cfg   advisor.Config
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
@@ -101,9 +101,12 @@ type Model struct {
 	staleGen uint64
 	interval time.Duration // the interval asked for with +/-
 
-	focus      pane
-	screen     screen
-	showHelp   bool
+	focus  pane
+	screen screen
+	// screens take the whole terminal, opened by their key over
+	// everything else; open is the one open, -1 for none.
+	screens    []fullScreen
+	open       int
 	showAlerts bool
 	fleet      bool
 	host       string // the open host of a fleet; "" shows the host list
@@ -116,7 +119,6 @@ type Model struct {
 	procs  procPane
 	hosts  hostList
 	detail detailView
-	help   helpScreen
 	alertv alertsScreen
 	prompt killPrompt
 
@@ -149,14 +151,17 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m := &Model{
 		opts:     opts,
-		keys:     common.NewKeyMap(opts.Replay != nil),
+		ctx:      &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds},
 		cfg:      advisor.Config{Thresholds: opts.Thresholds, User: opts.User},
 		snaps:    snaps,
 		critSeen: map[string]bool{},
 		euid:     os.Geteuid(),
-		help:     newHelpScreen(),
+		open:     -1,
 		alertv:   newAlertsScreen(),
 	}
+	m.ctx.Title = m.title()
+	// The screens over everything else, opened by their key.
+	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = newProcPane(&m.out)
 	m.gpus.claim = opts.Claim
 	if opts.Notify {
@@ -186,18 +191,20 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 }
 
 func (m *Model) setStyles(st common.Styles) {
-	m.st = st
+	m.ctx.Styles = st
 	m.header.st, m.banner.st, m.footer.st = st, st, st
-	m.gpus = gpuPaneWith(m.gpus, st, m.keys, m.opts.Thresholds)
-	m.procs.setStyles(st, m.keys)
-	m.prompt.st, m.prompt.keys = st, m.keys
-	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.keys, m.opts.Thresholds
-	m.detail.st, m.detail.th, m.detail.keys = st, m.opts.Thresholds, m.keys
+	m.gpus = gpuPaneWith(m.gpus, st, m.ctx.Keys, m.opts.Thresholds)
+	m.procs.setStyles(st, m.ctx.Keys)
+	m.prompt.st, m.prompt.keys = st, m.ctx.Keys
+	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.ctx.Keys, m.opts.Thresholds
+	m.detail.st, m.detail.th, m.detail.keys = st, m.opts.Thresholds, m.ctx.Keys
 	if m.detail.span == 0 {
 		m.detail.span = spans[m.spanIdx]
 	}
-	m.help.setStyles(st, m.keys, m.opts.Thresholds, m.title())
-	m.alertv.setStyles(st, m.keys, m.title())
+	for _, sc := range m.screens {
+		sc.part.Update(common.Restyled{})
+	}
+	m.alertv.setStyles(st, m.ctx.Keys, m.title())
 }
 
 func gpuPaneWith(g gpuPane, st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
@@ -266,8 +273,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.onClick(msg)
 	case tea.MouseWheelMsg:
 		switch {
-		case m.showHelp:
-			cmd = m.help.Update(msg)
+		case m.open >= 0:
+			cmd = m.screens[m.open].part.Update(msg)
 		case m.showAlerts:
 			cmd = m.alertv.Update(msg)
 		case m.screen == screenDetail:
@@ -289,7 +296,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // detail, on the process table's column header it sorts by that column
 // (again: reverses), on a process row it selects it.
 func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
-	if c.Button != tea.MouseLeft || m.showHelp || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
+	if c.Button != tea.MouseLeft || m.open >= 0 || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
 		m.screen != screenMain || !m.have || m.fleet && m.host == "" {
 		return nil
 	}
@@ -416,9 +423,9 @@ func (m *Model) show(s sampler.Snapshot) {
 	if f := isFleet(s); f != m.fleet {
 		// A fleet's processes run on other hosts: K is not offered there.
 		m.fleet = f
-		m.keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
-		m.keys.Signal.SetEnabled(!f && m.opts.Replay == nil)
-		m.setStyles(m.st)
+		m.ctx.Keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
+		m.ctx.Keys.Signal.SetEnabled(!f && m.opts.Replay == nil)
+		m.setStyles(m.ctx.Styles)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
 	sev := draw.NewSevIndex(m.alerts)
@@ -455,45 +462,45 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.prompt.Active() {
 		return m.prompt.Update(k)
 	}
-	if key.Matches(k, m.keys.Quit) {
+	if key.Matches(k, m.ctx.Keys.Quit) {
 		return tea.Quit
 	}
-	if m.showHelp {
-		if key.Matches(k, m.keys.Help, m.keys.Back) {
-			m.showHelp = false
+	if m.open >= 0 {
+		sc := m.screens[m.open]
+		if key.Matches(k, *sc.key, m.ctx.Keys.Back) {
+			m.open = -1
 			return nil
 		}
-		return m.help.Update(k)
+		return sc.part.Update(k)
 	}
 	if m.showAlerts {
-		if key.Matches(k, m.keys.Alerts, m.keys.Back) {
+		if key.Matches(k, m.ctx.Keys.Alerts, m.ctx.Keys.Back) {
 			m.showAlerts = false
 			return nil
 		}
-		if !key.Matches(k, m.keys.Help) {
+		if m.screenOf(k) < 0 {
 			return m.alertv.Update(k)
 		}
 	}
 	m.status = ""
 	switch {
-	case key.Matches(k, m.keys.Help):
-		m.help.SetGroups(m.helpGroups())
-		m.help.Top()
-		m.showHelp = true
-	case key.Matches(k, m.keys.Alerts):
+	case m.screenOf(k) >= 0:
+		m.open = m.screenOf(k)
+		m.screens[m.open].part.Update(common.Opened{})
+	case key.Matches(k, m.ctx.Keys.Alerts):
 		m.alertv.Top()
 		m.showAlerts = true
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
-	case key.Matches(k, m.keys.Pause):
+	case key.Matches(k, m.ctx.Keys.Pause):
 		m.paused = !m.paused
 		if !m.paused && m.have {
 			m.alerts = m.pendingAlerts
 			m.show(m.latest)
 		}
-	case key.Matches(k, m.keys.Faster, m.keys.Slower):
-		m.changeInterval(key.Matches(k, m.keys.Faster))
-	case key.Matches(k, m.keys.Span):
+	case key.Matches(k, m.ctx.Keys.Faster, m.ctx.Keys.Slower):
+		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
+	case key.Matches(k, m.ctx.Keys.Span):
 		m.spanIdx = (m.spanIdx + 1) % len(spans)
 		m.gpus.span, m.detail.span = spans[m.spanIdx], spans[m.spanIdx]
 		m.refreshDetail()
@@ -502,7 +509,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.screen == screenDetail:
 		return m.onDetailKey(k)
 	case m.fleet && m.host == "":
-		if key.Matches(k, m.keys.Enter) {
+		if key.Matches(k, m.ctx.Keys.Enter) {
 			if h, ok := m.hosts.Selected(); ok {
 				m.host = h
 				m.focus = paneGPUs
@@ -520,21 +527,21 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 func (m *Model) onReplayKey(k tea.KeyPressMsg) bool {
 	r := m.opts.Replay
 	switch {
-	case key.Matches(k, m.keys.Play):
+	case key.Matches(k, m.ctx.Keys.Play):
 		r.Toggle()
-	case key.Matches(k, m.keys.StepBack):
+	case key.Matches(k, m.ctx.Keys.StepBack):
 		r.Step(-1)
-	case key.Matches(k, m.keys.StepFwd):
+	case key.Matches(k, m.ctx.Keys.StepFwd):
 		r.Step(1)
-	case key.Matches(k, m.keys.SeekBack):
+	case key.Matches(k, m.ctx.Keys.SeekBack):
 		r.SeekBy(-time.Minute)
-	case key.Matches(k, m.keys.SeekFwd):
+	case key.Matches(k, m.ctx.Keys.SeekFwd):
 		r.SeekBy(time.Minute)
-	case key.Matches(k, m.keys.SeekStart):
+	case key.Matches(k, m.ctx.Keys.SeekStart):
 		r.SeekStart()
-	case key.Matches(k, m.keys.SeekEnd):
+	case key.Matches(k, m.ctx.Keys.SeekEnd):
 		r.SeekEnd()
-	case key.Matches(k, m.keys.Speed):
+	case key.Matches(k, m.ctx.Keys.Speed):
 		r.CycleSpeed()
 	default:
 		return false
@@ -561,22 +568,22 @@ func (m *Model) changeInterval(faster bool) {
 // go to it whichever pane has the focus, the rest to the focused pane.
 func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
-	case key.Matches(k, m.keys.Back):
+	case key.Matches(k, m.ctx.Keys.Back):
 		if !m.procs.Back() && m.fleet {
 			m.host = ""
 			m.show(m.snap)
 		}
-	case key.Matches(k, m.keys.Tab):
+	case key.Matches(k, m.ctx.Keys.Tab):
 		if m.focus == paneGPUs {
 			m.focus = paneProcs
 		} else {
 			m.focus = paneGPUs
 		}
-	case key.Matches(k, m.keys.Watch):
+	case key.Matches(k, m.ctx.Keys.Watch):
 		m.toggleWatch()
 	case matchesAny(k, m.procs.Bindings()) || m.focus == paneProcs:
 		return m.procs.Update(k)
-	case key.Matches(k, m.keys.Enter):
+	case key.Matches(k, m.ctx.Keys.Enter):
 		if d, ok := m.gpus.Selected(); ok {
 			m.openDetail(advisor.Target{DeviceID: d.ID}, 0)
 		}
@@ -613,9 +620,9 @@ func (m *Model) openDetail(t advisor.Target, start int64) {
 
 func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
-	case key.Matches(k, m.keys.Back):
+	case key.Matches(k, m.ctx.Keys.Back):
 		m.screen = screenMain
-	case key.Matches(k, m.keys.Kill, m.keys.Signal):
+	case key.Matches(k, m.ctx.Keys.Kill, m.ctx.Keys.Signal):
 		t := m.detail.target
 		if t.PID == 0 {
 			m.setStatus(true, "open a process (not a GPU) to signal it")
@@ -623,7 +630,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		for _, r := range procRows(m.view, m.procs.User(), nil) {
 			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
-				m.out.Post(killRequest{row: r, list: key.Matches(k, m.keys.Signal)})
+				m.out.Post(killRequest{row: r, list: key.Matches(k, m.ctx.Keys.Signal)})
 				return nil
 			}
 		}
@@ -634,8 +641,22 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// helpGroups are the keys of the help screen, by theme.
-func (m *Model) helpGroups() [][]key.Binding { return m.keys.HelpGroups() }
+// fullScreen is a screen that takes the whole terminal: key opens and
+// closes it.
+type fullScreen struct {
+	key  *key.Binding
+	part common.Component
+}
+
+// screenOf is the index of the screen that k opens; -1 for none.
+func (m *Model) screenOf(k tea.KeyPressMsg) int {
+	for i, sc := range m.screens {
+		if key.Matches(k, *sc.key) {
+			return i
+		}
+	}
+	return -1
+}
 
 // minSize is the smallest terminal the view fits: the process table's
 // narrow form with minLastWidth of its command (from its column table);
@@ -654,7 +675,9 @@ func (m *Model) relayout() {
 	if m.width < mw || m.height < mh {
 		return
 	}
-	m.help.SetSize(m.width, m.height)
+	for _, sc := range m.screens {
+		sc.part.SetSize(m.width, m.height)
+	}
 	m.alertv.SetSize(m.width, m.height-1)
 	m.gpus.focused = m.focus == paneGPUs
 	m.procs.SetFocus(m.focus == paneProcs)
@@ -712,21 +735,21 @@ func (m *Model) fillChrome() {
 	if m.screen == screenMain && !hostList && !m.showAlerts {
 		f.state = m.procs.State()
 	}
-	f.hints = []key.Binding{m.keys.Help, m.keys.Quit}
+	f.hints = []key.Binding{m.ctx.Keys.Help, m.ctx.Keys.Quit}
 	switch {
 	case m.showAlerts:
-		f.hints = append(f.hints, m.keys.Alerts, m.keys.Up, m.keys.Down)
+		f.hints = append(f.hints, m.ctx.Keys.Alerts, m.ctx.Keys.Up, m.ctx.Keys.Down)
 	case m.screen == screenDetail:
-		f.hints = append(f.hints, m.keys.Back, m.keys.Span, m.keys.Kill)
+		f.hints = append(f.hints, m.ctx.Keys.Back, m.ctx.Keys.Span, m.ctx.Keys.Kill)
 	case hostList:
-		f.hints = append(f.hints, m.keys.Enter)
+		f.hints = append(f.hints, m.ctx.Keys.Enter)
 	default:
-		f.hints = append(f.hints, m.keys.Tab, m.keys.Enter, m.keys.Alerts)
+		f.hints = append(f.hints, m.ctx.Keys.Tab, m.ctx.Keys.Enter, m.ctx.Keys.Alerts)
 		f.hints = append(f.hints, m.procs.Bindings()...)
-		f.hints = append(f.hints, m.keys.Pause)
+		f.hints = append(f.hints, m.ctx.Keys.Pause)
 	}
 	if m.opts.Replay != nil {
-		f.hints = append(f.hints, m.keys.Play, m.keys.StepFwd, m.keys.Speed)
+		f.hints = append(f.hints, m.ctx.Keys.Play, m.ctx.Keys.StepFwd, m.ctx.Keys.Speed)
 	}
 }
 
@@ -760,8 +783,8 @@ func (m *Model) render() string {
 		// point of the message.
 		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.width, ""), m.width, m.height))
 	}
-	if m.showHelp {
-		return draw.PadLines(draw.ClampLines(m.help.View(), m.width, m.height), m.height)
+	if m.open >= 0 {
+		return draw.PadLines(draw.ClampLines(m.screens[m.open].part.View(), m.width, m.height), m.height)
 	}
 	if m.showAlerts {
 		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.width, m.height-1), m.height-1) + "\n" + m.footer.View()
@@ -782,7 +805,7 @@ func (m *Model) bodyView() string {
 		if m.ended {
 			msg = "the source ended before its first sample"
 		}
-		return m.st.Dim.Render("  " + msg)
+		return m.ctx.Styles.Dim.Render("  " + msg)
 	}
 	switch {
 	case m.screen == screenDetail:

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"image/color"
 	"math"
 	"regexp"
@@ -23,6 +21,8 @@ import (
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/procsignal"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // newTestModel is a model with a fixed clock, no advisor (unless a test
@@ -665,11 +665,11 @@ func TestHelpAndQuit(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "?")
 	s := screenText(m)
-	if !m.showHelp || !strings.Contains(s, "search user, command") || !strings.Contains(s, "reserved") {
+	if !m.helpOpen() || !strings.Contains(s, "search user, command") || !strings.Contains(s, "reserved") {
 		t.Fatalf("? should show the keys and the legend:\n%s", s)
 	}
 	keys(m, "?")
-	if m.showHelp {
+	if m.helpOpen() {
 		t.Error("? again should close the help")
 	}
 	for _, k := range []string{"q", "ctrl+c"} {
@@ -1221,7 +1221,7 @@ func TestHelpScrolls(t *testing.T) {
 		t.Errorf("pgup should come back to the top:\n%s", s)
 	}
 	keys(m, "esc")
-	if m.showHelp {
+	if m.helpOpen() {
 		t.Error("esc should close the help")
 	}
 }
@@ -1569,7 +1569,7 @@ func TestOldProcessListMarked(t *testing.T) {
 		}
 	}
 	check("screen", screenText(m))
-	check("--once", ansi.Strip(renderTable(m.st, snap, DefaultThresholdsForTest())))
+	check("--once", ansi.Strip(renderTable(m.ctx.Styles, snap, DefaultThresholdsForTest())))
 }
 
 // An alert the source reports (a fleet host's own vramtop_alert) shows on

@@ -2,13 +2,13 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/draw"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // notification is one desktop notification.

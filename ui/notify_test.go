@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 func env(kv ...string) func(string) string {

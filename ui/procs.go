@@ -3,8 +3,6 @@ package ui
 import (
 	"cmp"
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 type rowKind int

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/draw"
 	"math/rand"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
 // randomSnapshot is an odd but possible snapshot: zero or huge sizes, used

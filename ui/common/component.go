@@ -1,3 +1,7 @@
+// Package common is what the parts of the live view share: the contract
+// every part keeps (Component), the Context passed to each by pointer (the
+// styles, the keys, the thresholds), and the outbox of their requests to
+// the root.
 package common
 
 import (
@@ -5,6 +9,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/vramtop/vramtop/advisor"
 )
 
 // Component is one part of the screen. The root model routes keys to the
@@ -54,3 +60,22 @@ func (o *Outbox) Take() []tea.Msg {
 	o.msgs = nil
 	return m
 }
+
+// Context is what every part shares, passed by pointer: the styles (built
+// again once the terminal's background is known), the keys (the root
+// enables or disables some by what is shown), the thresholds and the
+// view's title.
+type Context struct {
+	Styles Styles
+	Keys   KeyMap
+	Th     advisor.Thresholds
+	Title  string
+}
+
+// Messages the root sends to a part.
+type (
+	// Opened says the part's screen has just been opened.
+	Opened struct{}
+	// Restyled says the styles or keys of the Context changed.
+	Restyled struct{}
+)

@@ -2,7 +2,6 @@ package draw
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/units"
 )
 

@@ -1,7 +1,6 @@
 package draw
 
 import (
-	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 func TestCellWidthMatchesANSIWidth(t *testing.T) {

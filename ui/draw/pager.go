@@ -2,11 +2,12 @@ package draw
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // Pager is a viewport that scrolls with the view's own keys (↑/↓, page

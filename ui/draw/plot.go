@@ -2,13 +2,13 @@ package draw
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // MemBar draws a bar of width cells: used (coloured by sev, the advisor's

@@ -1,7 +1,6 @@
 package draw
 
 import (
-	"github.com/vramtop/vramtop/ui/common"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // dotGrid decodes a plot's braille rows (time axis excluded) into dot

@@ -1,12 +1,17 @@
+// Package draw holds what the parts of the live view draw with: sizes,
+// percentages and ages in words, text fitted to a width, bars and plots,
+// and a pager.
 package draw
 
 import (
-	"charm.land/lipgloss/v2"
 	"fmt"
-	"github.com/vramtop/vramtop/advisor"
-	"github.com/vramtop/vramtop/sampler"
 	"strings"
 	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // AlertText is the alert's message; for a GPU filling up (the threshold,

@@ -1,9 +1,9 @@
-package ui
+// Package help is the help screen of the live view: every key it takes and
+// what the marks and columns mean.
+package help
 
 import (
 	"fmt"
-	"github.com/vramtop/vramtop/ui/common"
-	"github.com/vramtop/vramtop/ui/draw"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -12,38 +12,28 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// helpScreen lists every key the current screen takes and what the marks
-// mean, in a viewport that scrolls when it does not fit.
-type helpScreen struct {
-	st     common.Styles
-	keys   common.KeyMap
-	th     advisor.Thresholds
-	title  string
+// Screen lists every key the view takes and what the marks mean, in a
+// viewport that scrolls when it does not fit.
+type Screen struct {
+	ctx    *common.Context
 	groups [][]key.Binding
 	width  int
 	height int
 	pg     draw.Pager
 }
 
-func newHelpScreen() helpScreen {
-	return helpScreen{pg: draw.NewPager()}
+// New returns the help screen of ctx's keys.
+func New(ctx *common.Context) *Screen {
+	h := &Screen{ctx: ctx, pg: draw.NewPager()}
+	h.pg.SetKeys(ctx.Keys)
+	return h
 }
 
-func (h *helpScreen) setStyles(st common.Styles, keys common.KeyMap, th advisor.Thresholds, title string) {
-	h.st, h.keys, h.th, h.title = st, keys, th, title
-	h.pg.SetKeys(keys)
-	h.refresh()
-}
-
-// SetGroups sets the keys listed, by theme.
-func (h *helpScreen) SetGroups(groups [][]key.Binding) {
-	h.groups = groups
-	h.refresh()
-}
-
-func (h *helpScreen) SetSize(w, hh int) {
+func (h *Screen) SetSize(w, hh int) {
 	if w == h.width && hh == h.height {
 		return
 	}
@@ -51,19 +41,30 @@ func (h *helpScreen) SetSize(w, hh int) {
 	h.refresh()
 }
 
-func (h *helpScreen) Bindings() []key.Binding {
-	return []key.Binding{h.keys.Up, h.keys.Down, h.keys.PageUp, h.keys.PageDown, h.keys.Top, h.keys.Bottom, h.keys.Help, h.keys.Back}
+func (h *Screen) Bindings() []key.Binding {
+	k := &h.ctx.Keys
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Help, k.Back}
 }
 
-// Update scrolls.
-func (h *helpScreen) Update(msg tea.Msg) tea.Cmd { return h.pg.Update(msg) }
-
-// Top scrolls back to the first line.
-func (h *helpScreen) Top() { h.pg.Top() }
+// Update scrolls; opened, it lists the keys enabled now from the top.
+func (h *Screen) Update(msg tea.Msg) tea.Cmd {
+	switch msg.(type) {
+	case common.Opened:
+		h.groups = h.ctx.Keys.HelpGroups()
+		h.refresh()
+		h.pg.Top()
+		return nil
+	case common.Restyled:
+		h.pg.SetKeys(h.ctx.Keys)
+		h.refresh()
+		return nil
+	}
+	return h.pg.Update(msg)
+}
 
 // refresh lays the content out at the width and fits the viewport to the
 // height: a scroll line under it when the content does not fit.
-func (h *helpScreen) refresh() {
+func (h *Screen) refresh() {
 	if h.width <= 0 || h.height <= 0 {
 		return
 	}
@@ -75,14 +76,14 @@ func (h *helpScreen) refresh() {
 	h.pg.Set(content, h.width, vh)
 }
 
-func (h *helpScreen) View() string {
+func (h *Screen) View() string {
 	if h.width <= 0 || h.height <= 0 {
 		return ""
 	}
 	if !h.pg.Overflows() {
 		return h.pg.View()
 	}
-	return h.pg.View() + "\n" + h.st.Dim.Render(draw.Fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
+	return h.pg.View() + "\n" + h.ctx.Styles.Dim.Render(draw.Fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
 }
 
 // columnLegend says what each column of the process table holds; the
@@ -93,8 +94,8 @@ const columnLegend = "MEM the process's GPU memory · GMEM% its share of its GPU
 
 // content is the key list, in as many columns as the width takes, and the
 // legend of the marks.
-func (h *helpScreen) content() string {
-	st := h.st
+func (h *Screen) content() string {
+	st := h.ctx.Styles
 	var lines []string
 	for _, g := range h.groups {
 		for _, b := range g {
@@ -103,7 +104,7 @@ func (h *helpScreen) content() string {
 			}
 		}
 	}
-	th := h.th
+	th := h.ctx.Th
 	legend := strings.Join([]string{
 		st.Title.Render("What the marks mean"),
 		st.Severity(advisor.Info).Render(common.GlyphUsed+common.GlyphUsed) + " used  " + st.Reserved.Render(common.GlyphReserved+common.GlyphReserved) + " reserved by the driver  " + st.Free.Render(common.GlyphFree+common.GlyphFree) + " free",
@@ -116,7 +117,7 @@ func (h *helpScreen) content() string {
 		st.Title.Render("What the columns hold"),
 		columnLegend,
 	}, "\n")
-	title := st.Title.Render(h.title+" — keys") + st.Dim.Render("   (? or esc to close)")
+	title := st.Title.Render(h.ctx.Title+" — keys") + st.Dim.Render("   (? or esc to close)")
 	// As many columns of keys as the width takes.
 	colW := 0
 	for _, l := range lines {
