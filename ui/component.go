@@ -22,7 +22,6 @@ func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
 // The components of this package that keep the contract.
 var (
 	_ common.Component = (*procPane)(nil)
-	_ common.Component = (*alertsScreen)(nil)
 	_ common.Component = (*killPrompt)(nil)
 	_ common.Component = (*headerBar)(nil)
 	_ common.Component = (*bannerBar)(nil)

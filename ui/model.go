@@ -15,6 +15,7 @@ import (
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/alerts"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
 	"github.com/vramtop/vramtop/ui/help"
@@ -119,7 +120,7 @@ type Model struct {
 	procs  procPane
 	hosts  hostList
 	detail detailView
-	alertv alertsScreen
+	alertv *alerts.Screen
 	prompt killPrompt
 
 	observe    observeFunc
@@ -157,9 +158,9 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		critSeen: map[string]bool{},
 		euid:     os.Geteuid(),
 		open:     -1,
-		alertv:   newAlertsScreen(),
 	}
 	m.ctx.Title = m.title()
+	m.alertv = alerts.New(m.ctx)
 	// The screens over everything else, opened by their key.
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = newProcPane(&m.out)
@@ -204,7 +205,7 @@ func (m *Model) setStyles(st common.Styles) {
 	for _, sc := range m.screens {
 		sc.part.Update(common.Restyled{})
 	}
-	m.alertv.setStyles(st, m.ctx.Keys, m.title())
+	m.alertv.Update(common.Restyled{})
 }
 
 func gpuPaneWith(g gpuPane, st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
@@ -488,7 +489,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.open = m.screenOf(k)
 		m.screens[m.open].part.Update(common.Opened{})
 	case key.Matches(k, m.ctx.Keys.Alerts):
-		m.alertv.Top()
+		m.alertv.Update(common.Opened{})
 		m.showAlerts = true
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()

@@ -1,4 +1,6 @@
-package ui
+// Package alerts is the alerts screen of the live view (a): every alert in
+// force, since when, where, and its whole message.
+package alerts
 
 import (
 	"fmt"
@@ -15,13 +17,11 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// alertsScreen lists every alert in force: its severity, since when, on
-// which GPU and process, and its whole message; then the source's warnings
-// and errors. It scrolls.
-type alertsScreen struct {
-	st     common.Styles
-	keys   common.KeyMap
-	title  string
+// Screen lists every alert in force: its severity, since when, on which GPU
+// and process, and its whole message; then the source's warnings and
+// errors. It scrolls.
+type Screen struct {
+	ctx    *common.Context
 	width  int
 	height int
 	alerts []advisor.Alert
@@ -30,14 +30,11 @@ type alertsScreen struct {
 	pg     draw.Pager
 }
 
-func newAlertsScreen() alertsScreen {
-	return alertsScreen{pg: draw.NewPager(), since: map[string]time.Time{}}
-}
-
-func (a *alertsScreen) setStyles(st common.Styles, keys common.KeyMap, title string) {
-	a.st, a.keys, a.title = st, keys, title
-	a.pg.SetKeys(keys)
-	a.refresh()
+// New returns the alerts screen, with none in force.
+func New(ctx *common.Context) *Screen {
+	a := &Screen{ctx: ctx, pg: draw.NewPager(), since: map[string]time.Time{}}
+	a.pg.SetKeys(ctx.Keys)
+	return a
 }
 
 func alertKey(x advisor.Alert) string {
@@ -45,7 +42,7 @@ func alertKey(x advisor.Alert) string {
 }
 
 // SetAlerts sets the alerts in force at snap.
-func (a *alertsScreen) SetAlerts(alerts []advisor.Alert, snap sampler.Snapshot) {
+func (a *Screen) SetAlerts(alerts []advisor.Alert, snap sampler.Snapshot) {
 	a.alerts, a.snap = alerts, snap
 	seen := make(map[string]time.Time, len(alerts))
 	for _, x := range alerts {
@@ -60,7 +57,7 @@ func (a *alertsScreen) SetAlerts(alerts []advisor.Alert, snap sampler.Snapshot) 
 	a.refresh()
 }
 
-func (a *alertsScreen) SetSize(w, h int) {
+func (a *Screen) SetSize(w, h int) {
 	if w == a.width && h == a.height {
 		return
 	}
@@ -68,35 +65,44 @@ func (a *alertsScreen) SetSize(w, h int) {
 	a.refresh()
 }
 
-func (a *alertsScreen) Bindings() []key.Binding {
-	return []key.Binding{a.keys.Up, a.keys.Down, a.keys.PageUp, a.keys.PageDown, a.keys.Alerts, a.keys.Back}
+func (a *Screen) Bindings() []key.Binding {
+	return []key.Binding{a.ctx.Keys.Up, a.ctx.Keys.Down, a.ctx.Keys.PageUp, a.ctx.Keys.PageDown, a.ctx.Keys.Alerts, a.ctx.Keys.Back}
 }
 
-// Update scrolls.
-func (a *alertsScreen) Update(msg tea.Msg) tea.Cmd { return a.pg.Update(msg) }
+// Update scrolls; opened, it shows the first alert; restyled, it lays its
+// content out again.
+func (a *Screen) Update(msg tea.Msg) tea.Cmd {
+	switch msg.(type) {
+	case common.Opened:
+		a.pg.Top()
+		return nil
+	case common.Restyled:
+		a.pg.SetKeys(a.ctx.Keys)
+		a.refresh()
+		return nil
+	}
+	return a.pg.Update(msg)
+}
 
-// Top scrolls back to the first alert.
-func (a *alertsScreen) Top() { a.pg.Top() }
-
-func (a *alertsScreen) refresh() {
+func (a *Screen) refresh() {
 	if a.width <= 0 || a.height <= 0 {
 		return
 	}
 	a.pg.Set(a.content(), a.width, a.height-2)
 }
 
-func (a *alertsScreen) View() string {
+func (a *Screen) View() string {
 	if a.width <= 0 || a.height <= 0 {
 		return ""
 	}
-	head := a.st.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.title, len(a.alerts))) + a.st.Dim.Render("   (a or esc to close)")
-	return draw.Fit(head, a.width) + "\n" + a.pg.View() + "\n" + a.st.Dim.Render(draw.Fit(a.pg.ScrollLine(), a.width))
+	head := a.ctx.Styles.Title.Render(fmt.Sprintf("%s — alerts (%d in force)", a.ctx.Title, len(a.alerts))) + a.ctx.Styles.Dim.Render("   (a or esc to close)")
+	return draw.Fit(head, a.width) + "\n" + a.pg.View() + "\n" + a.ctx.Styles.Dim.Render(draw.Fit(a.pg.ScrollLine(), a.width))
 }
 
 // content is one block per alert: a line of what, where and since when,
 // then the message wrapped under it.
-func (a *alertsScreen) content() string {
-	st := a.st
+func (a *Screen) content() string {
+	st := a.ctx.Styles
 	var lines []string
 	if len(a.alerts) == 0 {
 		lines = append(lines, st.Dim.Render("  no alerts in force"))
@@ -142,7 +148,7 @@ func (a *alertsScreen) content() string {
 }
 
 // processName is the user and command of the alert's process.
-func (a *alertsScreen) processName(x advisor.Alert) string {
+func (a *Screen) processName(x advisor.Alert) string {
 	d, ok := a.snap.Device(x.DeviceID)
 	if !ok {
 		return ""
