@@ -30,7 +30,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop run", "Usage: vramtop run [flags] -- CMD [ARGS...]\n\n"+
 		"Runs CMD with its input and output untouched, follows the GPU memory of it and every\n"+
 		"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
-		"else held memory then, a plot, and the diagnosis of an out-of-memory error in its stderr.\n"+
+		"else held memory then, the energy each GPU drew (J and kWh) and the job's share, a plot,\n"+
+		"and the diagnosis of an out-of-memory error in its stderr.\n"+
 		"The exit status is CMD's (128+N when signal N killed it).\n\n", stderr)
 	fs.SetInterspersed(false) // the flags after CMD are CMD's
 	var sf sourceFlags

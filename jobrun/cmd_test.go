@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,5 +314,75 @@ func TestLeftoverWritesOnAfterRun(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "late\n") {
 		t.Errorf("stderr %q: want the leftover's late line", b)
+	}
+}
+
+// vramtop run --demo reports the energy of the job's GPU from its counter,
+// and the job's share of it: both match the power readings and process
+// utilizations of the run's recording, integrated here by trapezoids.
+func TestRunDemoEnergyMatchesIntegratedPower(t *testing.T) {
+	bin := vramtop(t)
+	dir := t.TempDir()
+	rec, report := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "report.json")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--demo", "--interval", "100ms", "--record", rec, "--report", "json", "--report-file", report, "--", "sleep", "4")
+	cmd.Stderr = &stderr
+	if code := runWithin(t, cmd, 30*time.Second); code != 0 {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jobrun.Report
+	if err := json.Unmarshal(data, &r); err != nil || len(r.GPUs) != 1 {
+		t.Fatalf("report: %v\n%s", err, data)
+	}
+	e := r.GPUs[0].Energy
+	if e == nil || e.Method != "counter" || e.Seconds < 3 || e.JobShareBy != "utilization" || r.Energy == nil || r.Energy.Joules != e.Joules {
+		t.Fatalf("GPU 2's energy: %s", data)
+	}
+	rp, err := replay.Load([]string{rec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := map[uint32]bool{}
+	for _, p := range r.PIDs {
+		job[uint32(p)] = true
+	}
+	var joules, jobJoules, lastW, lastShare float64
+	var last time.Time
+	for i := 0; i < rp.Len(); i++ {
+		snap := rp.Snapshot(i)
+		if snap.Time.Before(e.From) || snap.Time.After(e.To) {
+			continue
+		}
+		d, _ := snap.Device("2")
+		var ju, all float64
+		for _, p := range d.Processes {
+			if p.UtilizationPercent != nil && !p.Exited {
+				all += *p.UtilizationPercent
+				if job[p.PID] {
+					ju += *p.UtilizationPercent
+				}
+			}
+		}
+		w, share := *d.PowerWatts, ju/all
+		if !last.IsZero() {
+			dt := snap.Time.Sub(last).Seconds()
+			joules += (lastW + w) / 2 * dt
+			jobJoules += (lastW + w) / 2 * dt * (lastShare + share) / 2
+		}
+		last, lastW, lastShare = snap.Time, w, share
+	}
+	t.Logf("counter %.1f J, recorded power integrated %.1f J; job %.1f J, integrated %.1f J", e.Joules, joules, e.JobJoules, jobJoules)
+	if math.Abs(e.Joules-joules) > 0.02*joules {
+		t.Errorf("report: %.1f J from the counter; the recorded power integrated: %.1f J", e.Joules, joules)
+	}
+	if math.Abs(e.JobJoules-jobJoules) > 0.03*jobJoules || e.JobJoules >= e.Joules {
+		t.Errorf("report: the job's share %.1f J; integrated from the recording: %.1f J", e.JobJoules, jobJoules)
+	}
+	if math.Abs(e.KWh*3.6e6-e.Joules) > 1e-6*e.Joules {
+		t.Errorf("%.1f J is not %.9f kWh", e.Joules, e.KWh)
 	}
 }

@@ -89,6 +89,7 @@ type gpuWatch struct {
 	jobAtMin   uint64
 	others     []Other
 	unattAtMin *uint64
+	energy     energyMeter
 }
 
 func newWatch(t *tree) *watch {
@@ -124,6 +125,7 @@ func (w *watch) observe(snap sampler.Snapshot) {
 			}
 			others = append(others, Other{PID: p.PID, User: p.User, Command: p.Command, Bytes: p.UsedBytes, Visible: p.Visible})
 		}
+		g.energy.observe(snap.Time, d, members)
 		sum += job
 		if job > g.peak || g.touched && g.peakAt.IsZero() {
 			g.peak, g.peakAt = job, snap.Time
@@ -161,11 +163,21 @@ func (w *watch) report(argv []string, start, end time.Time) Report {
 	sort.Slice(ids, func(i, j int) bool { return w.gpus[ids[i]].order < w.gpus[ids[j]].order })
 	for _, id := range ids {
 		g := w.gpus[id]
+		e, unknown := g.energy.energy()
 		r.GPUs = append(r.GPUs, GPUReport{
 			ID: id, Name: g.name, TotalBytes: g.total, PeakBytes: g.peak, PeakAt: g.peakAt,
 			MinFreeBytes: g.minFree, MinFreeAt: g.minFreeAt, JobAtMinFree: g.jobAtMin,
 			Others: nonNil(g.others), UnattributedAtMinFree: g.unattAtMin,
+			Energy: e, EnergyUnknown: unknown,
 		})
+		if e != nil {
+			if r.Energy == nil {
+				r.Energy = &EnergyTotal{}
+			}
+			r.Energy.Joules += e.Joules
+			r.Energy.JobJoules += e.JobJoules
+			r.Energy.KWh, r.Energy.JobKWh = r.Energy.Joules/3.6e6, r.Energy.JobJoules/3.6e6
+		}
 	}
 	if len(w.times) == 0 {
 		r.Notes = append(r.Notes, "the job ended before the first GPU sample")

@@ -43,6 +43,8 @@ type Report struct {
 	// PeakBytes is the job's highest memory, all GPUs together, and when.
 	PeakBytes uint64    `json:"peak_bytes"`
 	PeakAt    time.Time `json:"peak_at,omitzero"`
+	// Energy sums the energy of the GPUs that report it; nil where none does.
+	Energy *EnergyTotal `json:"energy,omitempty"`
 	// Timeline is the job's memory on all its GPUs over the run, split in
 	// equal spans, each holding its span's peak (bytes; null: no sample).
 	Timeline *Timeline `json:"timeline,omitempty"`
@@ -70,6 +72,18 @@ type GPUReport struct {
 	Others       []Other `json:"others_at_min_free"`
 	// UnattributedAtMinFree is memory no listed process accounted for.
 	UnattributedAtMinFree *uint64 `json:"unattributed_at_min_free_bytes,omitempty"`
+	// Energy is what the GPU drew while the job ran and the job's share;
+	// nil where it is unknown, EnergyUnknown then says why.
+	Energy        *Energy `json:"energy,omitempty"`
+	EnergyUnknown string  `json:"energy_unknown,omitempty"`
+}
+
+// EnergyTotal is the energy of the job's GPUs whose energy is known.
+type EnergyTotal struct {
+	Joules    float64 `json:"joules"`
+	KWh       float64 `json:"kwh"`
+	JobJoules float64 `json:"job_joules"`
+	JobKWh    float64 `json:"job_kwh"`
 }
 
 // Other is a process of someone else (or another job) on a GPU.
@@ -121,6 +135,7 @@ func (r Report) Text(width int) string {
 	for _, g := range r.GPUs {
 		fmt.Fprintf(&b, "GPU %s (%s, %s): job peak %s at %s\n", g.ID, g.Name, Bytes(g.TotalBytes),
 			Bytes(g.PeakBytes), r.clock(g.PeakAt))
+		b.WriteString(energyText(g.Energy, g.EnergyUnknown))
 		if g.MinFreeAt.IsZero() {
 			b.WriteString("  free memory unknown (the GPU did not report it)\n")
 			continue
@@ -151,6 +166,9 @@ func (r Report) Text(width int) string {
 	}
 	if len(r.GPUs) > 1 {
 		fmt.Fprintf(&b, "All GPUs together: peak %s at %s\n", Bytes(r.PeakBytes), r.clock(r.PeakAt))
+		if e := r.Energy; e != nil {
+			fmt.Fprintf(&b, "  energy of those that report it: %s, the job's share %s\n", joules(e.Joules, e.KWh), joules(e.JobJoules, e.JobKWh))
+		}
 	}
 	if plot := r.plot(width); plot != "" {
 		b.WriteString(plot)
