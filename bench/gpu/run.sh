@@ -24,3 +24,5 @@ echo; echo "== swap: memory that moves between two processes, the total unchange
 python3 "$here/swap.py" "$bin" 4 12 | tee "$out/swap.txt"
 echo; echo "== overhead, startup, spikes, cost to a job"
 python3 "$here/perf.py" "$bin" "$out" 60 100 | tee "$out/perf.txt"
+echo; echo "== energy: vramtop run's energy of a PyTorch job against nvidia-smi's power.draw integrated"
+python3 "$here/energy.py" "$bin" 40 | tee "$out/energy.txt"
