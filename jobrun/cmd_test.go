@@ -362,9 +362,7 @@ func TestRunDemoEnergyMatchesIntegratedPower(t *testing.T) {
 		for _, p := range d.Processes {
 			if p.UtilizationPercent != nil && !p.Exited {
 				all += *p.UtilizationPercent
-				// After the job's exit the demo still lists its process,
-				// as someone else's: it is no longer the job's.
-				if job[p.PID] && !snap.Time.After(r.End) {
+				if job[p.PID] {
 					ju += *p.UtilizationPercent
 				}
 			}

@@ -76,7 +76,10 @@ type energyMeter struct {
 // share is the job's share of a GPU at one snapshot: by its processes'
 // SM utilization where any is known above 0, else by their memory. A GPU
 // that nobody holds is the job's (it is the one running).
-func share(d sampler.Device, members map[int]uint64) (s float64, others bool, by string) {
+//
+// A process that was ever the job's counts as the job's while the GPU
+// still lists it (a zombie about to be reaped, a list read before its exit).
+func share(d sampler.Device, members map[int]bool) (s float64, others bool, by string) {
 	var jobU, allU float64
 	var jobB, allB uint64
 	for _, p := range d.Processes {
@@ -110,7 +113,7 @@ func share(d sampler.Device, members map[int]uint64) (s float64, others bool, by
 }
 
 // observe takes the GPU's readings at snapshot time t.
-func (m *energyMeter) observe(t time.Time, d sampler.Device, members map[int]uint64) {
+func (m *energyMeter) observe(t time.Time, d sampler.Device, members map[int]bool) {
 	s, others, by := share(d, members)
 	m.others = m.others || others
 	m.byUtil = m.byUtil || by == "utilization"

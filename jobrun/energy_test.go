@@ -22,7 +22,7 @@ func gpuAt(watts float64, counter *uint64, jobUtil, otherUtil float64) sampler.D
 	return d
 }
 
-var jobMembers = map[int]uint64{1: gib}
+var jobMembers = map[int]bool{1: true}
 
 // The counter's difference is the energy; the job's share is each
 // stretch's energy times its share of utilization there.

@@ -125,7 +125,7 @@ func (w *watch) observe(snap sampler.Snapshot) {
 			}
 			others = append(others, Other{PID: p.PID, User: p.User, Command: p.Command, Bytes: p.UsedBytes, Visible: p.Visible})
 		}
-		g.energy.observe(snap.Time, d, members)
+		g.energy.observe(snap.Time, d, w.tree.ever)
 		sum += job
 		if job > g.peak || g.touched && g.peakAt.IsZero() {
 			g.peak, g.peakAt = job, snap.Time
