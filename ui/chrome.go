@@ -3,7 +3,6 @@ package ui
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -17,115 +16,6 @@ import (
 
 // The chrome around the panes: the header line, the banners and the footer.
 // Each is a component the root fills in with what it shows.
-
-// headerState is what the header says.
-type headerState struct {
-	title        string // "vramtop test", "vramtop fleet"
-	snap         sampler.Snapshot
-	have         bool
-	fleet        bool
-	hosts        int
-	host         string
-	interval     time.Duration // 0 hides it (a replay)
-	replay       bool
-	replayStatus string
-	paused       bool
-	stale        bool
-	arrived      time.Time // of the last snapshot
-	now          time.Time
-	ended        bool
-}
-
-// headerBar is the top line.
-type headerBar struct {
-	st    common.Styles
-	width int
-	s     headerState
-}
-
-func (h *headerBar) Update(tea.Msg) tea.Cmd  { return nil }
-func (h *headerBar) SetSize(w, _ int)        { h.width = w }
-func (h *headerBar) Bindings() []key.Binding { return nil }
-
-// View is one line: what is shown, from where, and the badges that say
-// whether it is live. When it does not fit, the least useful parts go
-// first (driver, interval, host); the badges and the time stay.
-func (h *headerBar) View() string {
-	st, hs, width := h.st, h.s, h.width
-	s := hs.snap
-	type part struct {
-		text string
-		keep int // higher stays longer
-	}
-	parts := []part{{st.Title.Render(hs.title), 9}}
-	if hs.fleet {
-		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", hs.hosts), 5})
-		if hs.host != "" {
-			parts = append(parts, part{"host " + st.Accent.Render(hs.host), 7})
-		}
-	} else if s.Hostname != "" {
-		parts = append(parts, part{s.Hostname, 6})
-	}
-	if s.DriverVersion != "" {
-		d := "driver " + s.DriverVersion
-		if s.CUDAVersion != "" {
-			d += " · CUDA " + s.CUDAVersion
-		}
-		parts = append(parts, part{d, 2})
-	}
-	if hs.interval > 0 {
-		parts = append(parts, part{"every " + hs.interval.String(), 4})
-	}
-	if hs.have {
-		parts = append(parts, part{s.Time.Format("15:04:05"), 8})
-	}
-	var badges []string
-	if s.Demo {
-		badges = append(badges, st.Badge.Render(" DEMO "))
-	}
-	if hs.replay {
-		badges = append(badges, st.Badge.Render(" REPLAY ")+" "+hs.replayStatus)
-	}
-	if hs.paused {
-		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" PAUSED "))
-	}
-	if hs.stale {
-		badges = append(badges, st.SeverityBadge(advisor.Crit).Render(" STALE ")+
-			st.Error.Render(" no new data for "+draw.Age(hs.now.Sub(hs.arrived).Truncate(time.Second))))
-	}
-	if hs.ended && !hs.replay {
-		badges = append(badges, st.SeverityBadge(advisor.Warn).Render(" SOURCE ENDED "))
-	}
-	r := strings.Join(badges, " ")
-	rw := lipgloss.Width(r)
-	if rw >= width {
-		return draw.Fit(r, width)
-	}
-	lw := width - rw - 1
-	if r == "" {
-		lw = width
-	}
-	sep := st.Dim.Render(" · ")
-	join := func() string {
-		texts := make([]string, len(parts))
-		for i, p := range parts {
-			texts[i] = p.text
-		}
-		return strings.Join(texts, sep)
-	}
-	l := join()
-	for lipgloss.Width(l) > lw && len(parts) > 1 {
-		low := 0
-		for i, p := range parts {
-			if p.keep < parts[low].keep {
-				low = i
-			}
-		}
-		parts = append(parts[:low], parts[low+1:]...)
-		l = join()
-	}
-	return draw.Fit(l, lw) + strings.Repeat(" ", width-lw-rw) + r
-}
 
 // bannerBar shows the alerts in force, the source's warnings and errors;
 // empty when there are none. It takes at most an eighth of the screen (four

@@ -23,7 +23,6 @@ func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
 var (
 	_ common.Component = (*procPane)(nil)
 	_ common.Component = (*killPrompt)(nil)
-	_ common.Component = (*headerBar)(nil)
 	_ common.Component = (*bannerBar)(nil)
 	_ common.Component = (*footerBar)(nil)
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/vramtop/vramtop/ui/alerts"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	top "github.com/vramtop/vramtop/ui/header" // the top line; header is the process table's
 	"github.com/vramtop/vramtop/ui/help"
 )
 
@@ -113,7 +114,7 @@ type Model struct {
 	host       string // the open host of a fleet; "" shows the host list
 	spanIdx    int
 
-	header headerBar
+	header *top.Bar
 	banner bannerBar
 	footer footerBar
 	gpus   gpuPane
@@ -161,6 +162,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m.ctx.Title = m.title()
 	m.alertv = alerts.New(m.ctx)
+	m.header = top.New(m.ctx)
 	// The screens over everything else, opened by their key.
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = newProcPane(&m.out)
@@ -193,7 +195,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 
 func (m *Model) setStyles(st common.Styles) {
 	m.ctx.Styles = st
-	m.header.st, m.banner.st, m.footer.st = st, st, st
+	m.banner.st, m.footer.st = st, st
 	m.gpus = gpuPaneWith(m.gpus, st, m.ctx.Keys, m.opts.Thresholds)
 	m.procs.setStyles(st, m.ctx.Keys)
 	m.prompt.st, m.prompt.keys = st, m.ctx.Keys
@@ -709,15 +711,15 @@ func (m *Model) fillChrome() {
 	if m.opts.Version != "" && m.opts.Title == "" {
 		title += " " + m.opts.Version
 	}
-	hs := headerState{
-		title: title, snap: m.snap, have: m.have, fleet: m.fleet, hosts: len(m.hosts.hosts), host: m.host,
-		replay: m.opts.Replay != nil, replayStatus: m.replayStatus,
-		paused: m.paused, stale: m.stale, arrived: m.arrived, now: m.opts.Now(), ended: m.ended,
+	hs := top.State{
+		Title: title, Snap: m.snap, Have: m.have, Fleet: m.fleet, Hosts: len(m.hosts.hosts), Host: m.host,
+		Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
+		Paused: m.paused, Stale: m.stale, Arrived: m.arrived, Now: m.opts.Now(), Ended: m.ended,
 	}
 	if m.opts.Replay == nil {
-		hs.interval = m.interval
+		hs.Interval = m.interval
 	}
-	m.header.s = hs
+	m.header.Set(hs)
 	m.header.SetSize(m.width, 1)
 	m.banner.alerts, m.banner.snap = m.alerts, m.snap
 	m.banner.SetSize(m.width, m.height)
