@@ -89,6 +89,15 @@ func (c *Client) Query(ctx context.Context, q string) ([]Sample, error) {
 	return a.samples, nil
 }
 
+// QueryAt runs an instant query at time at.
+func (c *Client) QueryAt(ctx context.Context, q string, at time.Time) ([]Sample, error) {
+	a, err := c.ask(ctx, c.query, url.Values{"query": {q}, "time": {formatTime(at)}}, resultVector)
+	if err != nil {
+		return nil, c.queryError(q, err)
+	}
+	return a.samples, nil
+}
+
 // QueryRange runs a range query.
 func (c *Client) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
 	args := url.Values{"query": {q}, "start": {formatTime(start)}, "end": {formatTime(end)},

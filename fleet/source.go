@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -158,6 +159,10 @@ type fleetState struct {
 	omitted map[string]omittedProcs
 	// alerts are those the hosts' exporters report in force.
 	alerts []sampler.ReportedAlert
+	// listedAt are, by device ID, when the processes of the devices of
+	// hosts that are down were last read (their last values); the others
+	// were read this round.
+	listedAt map[string]time.Time
 }
 
 type devData struct {
@@ -174,6 +179,12 @@ type seenDevice struct {
 	dev      devData
 	instance string
 	at       time.Time // when it was last seen
+	// gone: not listed since at; procs, omitted and alerts are then its
+	// last ones, shown as they were.
+	gone    bool
+	procs   []sampler.ProcSample
+	omitted omittedProcs
+	alerts  []sampler.ReportedAlert
 }
 
 type history struct {
@@ -427,6 +438,16 @@ func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []e
 	return buf, nil
 }
 
+// ListedAt is when the processes of device dev (an index into the last
+// Info's devices) were read: zero (this round) but for a host that is down,
+// whose processes are the last ones seen (sampler.ListTimer).
+func (s *Source) ListedAt(dev int) time.Time {
+	if s.listed == nil || dev < 0 || dev >= len(s.info.Devices) {
+		return time.Time{}
+	}
+	return s.listed.listedAt[s.info.Devices[dev].ID]
+}
+
 // ReportedAlerts are the alerts the hosts' own exporters report in force
 // in the last answer (sampler.AlertReporter).
 func (s *Source) ReportedAlerts() []sampler.ReportedAlert {
@@ -562,12 +583,26 @@ func (s *Source) refresh() (*fleetState, error) {
 			downTargets[inst] = true
 		}
 	}
+	if err := s.forgetAndLookBack(ctx, listed, downTargets, now); err != nil {
+		return nil, s.timeoutError(err)
+	}
+	s.keepGone(st, listed, downTargets, now)
+	st.byID = make(map[string]int, len(st.devs))
+	for i, d := range st.devs {
+		st.byID[d.info.ID] = i
+	}
+	return st, nil
+}
+
+// forgetAndLookBack forgets the devices gone for longer than they are
+// kept, and reads back from Prometheus's history the last values of the
+// hosts whose targets are down and that this view never saw.
+func (s *Source) forgetAndLookBack(ctx context.Context, listed, downTargets map[string]bool, now time.Time) error {
 	for inst := range s.lookedUp {
 		if !downTargets[inst] {
 			delete(s.lookedUp, inst)
 		}
 	}
-	var unknown []string
 	known := map[string]bool{}
 	for id, sd := range s.seen {
 		if listed[id] {
@@ -579,27 +614,41 @@ func (s *Source) refresh() (*fleetState, error) {
 		}
 		known[sd.instance] = true
 	}
+	var unknown []string
 	for inst := range downTargets {
 		if !known[inst] && !s.lookedUp[inst] {
 			unknown = append(unknown, inst)
 		}
 	}
-	if len(unknown) > 0 {
-		// Down since before this fleet view started (fleet --once):
-		// their last values come from Prometheus's history.
-		slices.Sort(unknown)
-		if err := s.lookBack(ctx, unknown, now); err != nil {
-			return nil, s.timeoutError(err)
-		}
+	if len(unknown) == 0 {
+		return nil
 	}
-	liveHosts := make(map[string]bool, len(list))
-	for _, b := range list {
-		liveHosts[b.info.Hostname] = true
+	// Down since before this fleet view started (fleet --once): their
+	// last values come from Prometheus's history.
+	slices.Sort(unknown)
+	return s.lookBack(ctx, unknown, now)
+}
+
+// keepGone adds to st the devices seen before and not listed now, with
+// their last values, processes and alerts, each marked with why and since
+// when. A device that has just gone takes its processes and alerts from
+// the last round that listed it.
+func (s *Source) keepGone(st *fleetState, listed, downTargets map[string]bool, now time.Time) {
+	liveHosts := make(map[string]bool, len(st.devs))
+	for _, d := range st.devs {
+		liveHosts[d.info.Hostname] = true
 	}
 	var gone []devData
+	var justGone map[string]*seenDevice
 	for id, sd := range s.seen {
 		if listed[id] {
 			continue
+		}
+		if !sd.gone {
+			if justGone == nil {
+				justGone = map[string]*seenDevice{}
+			}
+			justGone[id] = sd
 		}
 		d := sd.dev
 		since := clockTime(sd.at, now)
@@ -615,15 +664,56 @@ func (s *Source) refresh() (*fleetState, error) {
 		}
 		gone = append(gone, d)
 	}
-	if len(gone) > 0 {
-		st.devs = append(st.devs, gone...)
-		sortDevices(st.devs)
+	if len(gone) == 0 {
+		return
 	}
-	st.byID = make(map[string]int, len(st.devs))
-	for i, d := range st.devs {
-		st.byID[d.info.ID] = i
+	s.remember(justGone)
+	st.listedAt = make(map[string]time.Time, len(gone))
+	for _, d := range gone {
+		id := d.info.ID
+		sd := s.seen[id]
+		st.listedAt[id] = sd.at
+		for _, p := range sd.procs {
+			st.procs = append(st.procs, procData{dev: id, p: p})
+		}
+		if sd.omitted.n > 0 {
+			if st.omitted == nil {
+				st.omitted = map[string]omittedProcs{}
+			}
+			st.omitted[id] = sd.omitted
+		}
+		for _, a := range sd.alerts {
+			a.Message += "; last known, " + d.mem.Err.Error()
+			st.alerts = append(st.alerts, a)
+		}
 	}
-	return st, nil
+	st.devs = append(st.devs, gone...)
+	sortDevices(st.devs)
+}
+
+// remember keeps, for the devices that have just gone, their processes,
+// omitted processes and alerts of the last round that listed them.
+func (s *Source) remember(justGone map[string]*seenDevice) {
+	for _, sd := range justGone {
+		sd.gone = true
+	}
+	prev := s.state
+	if len(justGone) == 0 || prev == nil {
+		return
+	}
+	for _, p := range prev.procs {
+		if sd := justGone[p.dev]; sd != nil {
+			sd.procs = append(sd.procs, p.p)
+		}
+	}
+	for _, a := range prev.alerts {
+		if sd := justGone[a.DeviceID]; sd != nil {
+			sd.alerts = append(sd.alerts, a)
+		}
+	}
+	for id, sd := range justGone {
+		sd.omitted = prev.omitted[id]
+	}
 }
 
 // unidentified reports whether a device of the values has no labels read.
@@ -648,8 +738,21 @@ func clockTime(t, now time.Time) string {
 	return t.Local().Format("15:04:05")
 }
 
+// lookBackValues are the series of a device's last values read back for a
+// host that is down: vramtop's and dcgm-exporter's.
+const lookBackValues = `{__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL",`
+
+// lookBackProcs are the series of a host's processes and alerts, read
+// back as they were at its last scrape.
+const lookBackProcs = `{__name__=~"vramtop_process_gpu_memory_(bytes|unknown)|vramtop_gpu_processes_unexported|vramtop_gpu_memory_unexported_bytes|vramtop_alert",`
+
+// lookBackParallel bounds the queries of processes asked at once for the
+// hosts that are down.
+const lookBackParallel = 4
+
 // lookBack reads the last values and the last sample time of the devices
-// behind the down targets insts and remembers them as seen then.
+// behind the down targets insts and remembers them as seen then, with the
+// processes and alerts of their last scrape.
 func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) error {
 	quoted := make([]string, len(insts))
 	for i, in := range insts {
@@ -658,7 +761,7 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 	}
 	sel := "instance=~" + strconv.Quote(strings.Join(quoted, "|"))
 	win := "[" + strconv.FormatInt(int64(DownLookback/time.Second), 10) + "s]"
-	values := `last_over_time({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL",` + sel + `}` + win + `)`
+	values := `last_over_time(` + lookBackValues + sel + `}` + win + `)`
 	// timestamp() of a selector is its sample's time; the subquery's step
 	// is 1 s (Prometheus 2.42 found nothing at a 5 s step when the last
 	// samples were seconds old).
@@ -674,26 +777,82 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 	}
 	at := map[string]time.Time{}
 	for _, smp := range times {
-		sec, frac := math.Modf(smp.Value)
-		at[smp.Metric.Get(labelInstance)] = time.Unix(int64(sec), int64(frac*1e9))
+		// Milliseconds, as Prometheus keeps them: the processes are
+		// asked at that very time.
+		at[smp.Metric.Get(labelInstance)] = time.UnixMilli(int64(math.Round(smp.Value * 1000)))
 	}
 	var vram, dcgm []Sample
 	for _, smp := range vals {
-		if strings.HasPrefix(smp.Metric.Get(labelName), "vramtop_") {
+		switch name := smp.Metric.Get(labelName); {
+		case strings.HasPrefix(name, "vramtop_"), name == exporter.DCGMGPUTemp, name == exporter.DCGMPowerUsage:
+			// Temperature and power go to the devices of either.
 			vram = append(vram, smp)
-		} else {
+		default:
 			dcgm = append(dcgm, smp)
 		}
 	}
-	list, _ := build(nil, vram, dcgm)
+	procs, err := s.lastScrapes(ctx, at)
+	if err != nil {
+		return err
+	}
+	var procSmps, alertSmps []Sample
+	for _, smp := range procs {
+		if smp.Metric.Get(labelName) == exporter.Alert {
+			if smp.Value == 1 {
+				alertSmps = append(alertSmps, smp)
+			}
+			continue
+		}
+		procSmps = append(procSmps, smp)
+	}
+	list, devs := build(nil, vram, dcgm)
+	ps, omitted := procsOf(procSmps, devs)
+	alerts := alertsOf(alertSmps, devs)
 	for _, b := range list {
 		t, ok := at[b.instance]
 		if !ok {
 			t = now.Add(-DownLookback)
 		}
-		s.seen[b.info.ID] = &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: t}
+		sd := &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: t, gone: true, omitted: omitted[b.info.ID]}
+		for _, p := range ps {
+			if p.dev == b.info.ID {
+				sd.procs = append(sd.procs, p.p)
+			}
+		}
+		for _, a := range alerts {
+			if a.DeviceID == b.info.ID {
+				sd.alerts = append(sd.alerts, a)
+			}
+		}
+		s.seen[b.info.ID] = sd
 	}
 	return nil
+}
+
+// lastScrapes are the process and alert series of each instance in at as
+// they were at its last scrape, at that time: what a process that had
+// exited by then left behind is not among them.
+func (s *Source) lastScrapes(ctx context.Context, at map[string]time.Time) ([]Sample, error) {
+	insts := slices.Sorted(maps.Keys(at))
+	results := make([][]Sample, len(insts))
+	errs := make([]error, len(insts))
+	sem := make(chan struct{}, lookBackParallel)
+	var wg sync.WaitGroup
+	for i, inst := range insts {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			q := lookBackProcs + labelInstance + "=" + strconv.Quote(inst) + "}"
+			results[i], errs[i] = s.client.QueryAt(ctx, q, at[inst])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return slices.Concat(results...), nil
 }
 
 // key identifies a device across series: host, GPU index, GPU instance.
