@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -366,7 +369,68 @@ func (c *Client) queryError(q string, err error) error {
 	if errors.As(err, &terr) {
 		return fmt.Errorf("prometheus at %s: query %s: %w", c.base.Host, q, err)
 	}
+	if why, ok := unreachable(err); ok {
+		return &reachError{fmt.Sprintf("cannot reach Prometheus at %s://%s: %s", c.base.Scheme, c.base.Host, why), err}
+	}
 	return fmt.Errorf("prometheus at %s: %w", c.base.Host, err)
+}
+
+// reachError is a failure to reach Prometheus, said in a user's words; it
+// unwraps to the network's error.
+type reachError struct {
+	msg string
+	err error
+}
+
+func (e *reachError) Error() string { return e.msg }
+func (e *reachError) Unwrap() error { return e.err }
+
+// unreachable says why err, a failure to reach a server, happened, in
+// words a user reads (not "dial tcp 127.0.0.1:9090: connect: connection
+// refused"), and whether it was one.
+func unreachable(err error) (string, bool) {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return "no such host " + strconv.Quote(dns.Name), true
+		}
+		return "cannot look up " + strconv.Quote(dns.Name), true
+	}
+	for _, e := range []struct {
+		errno syscall.Errno
+		why   string
+	}{
+		{syscall.ECONNREFUSED, "connection refused (nothing listens there)"},
+		{syscall.ECONNRESET, "the connection was reset"},
+		{syscall.EHOSTUNREACH, "no route to the host"},
+		{syscall.ENETUNREACH, "the network is unreachable"},
+		{syscall.ETIMEDOUT, "the connection timed out"},
+		{syscall.EADDRNOTAVAIL, "the address is not available"},
+		{syscall.EPIPE, "the connection was closed"},
+	} {
+		if errors.Is(err, e.errno) {
+			return e.why, true
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection was closed before an answer", true
+	}
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return "its TLS certificate is not trusted", true
+	}
+	var rec tls.RecordHeaderError
+	if errors.As(err, &rec) {
+		return "it does not speak TLS (try http://)", true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		if op.Timeout() {
+			return "no answer in time", true
+		}
+		return "the network failed", true
+	}
+	return "", false
 }
 
 // cut is the first n bytes of s, less the start of a character they would

@@ -341,7 +341,7 @@ func TestFleetPrometheusUnreachable(t *testing.T) {
 	srv.Close()
 	for i := range 3 {
 		snap, _ := next(src, s, clk)
-		if snap.Err == "" || !strings.Contains(snap.Err, "prometheus at") {
+		if snap.Err == "" || !strings.Contains(snap.Err, "cannot reach Prometheus at") {
 			t.Fatalf("tick %d: error %q, want Prometheus unreachable", i, snap.Err)
 		}
 		if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || d.Hostname != "hostA" {
