@@ -928,13 +928,7 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 		k := keyOf(m)
 		b := devs[k]
 		if b == nil {
-			b = &building{k: k}
-			idx, _ := strconv.Atoi(k.gpu)
-			b.info = sampler.DeviceInfo{ID: k.id(), Index: idx, Hostname: k.host}
-			if k.gi != "" {
-				gi, _ := strconv.Atoi(k.gi)
-				b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi}
-			}
+			b = newBuilding(k)
 			devs[k] = b
 		}
 		b.identify(m)
@@ -947,36 +941,18 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 	var extras []Sample
 	for _, smp := range vram {
 		name := smp.Metric.Get(labelName)
-		if name == exporter.Up {
+		switch {
+		case name == exporter.Up:
 			if smp.Value == 0 {
 				down[HostOf(smp.Metric)] = true
 			}
-			continue
-		}
-		if smp.Metric.Get(exporter.LabelGPU) == "" {
-			continue
-		}
-		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
+		case smp.Metric.Get(exporter.LabelGPU) == "":
+		case isExtra(name):
 			extras = append(extras, smp)
-			continue
-		}
-		if name == exporter.MemoryTotal && math.IsNaN(smp.Value) {
+		case name == exporter.MemoryTotal && math.IsNaN(smp.Value):
 			// Not known: the parts add up to it.
-			continue
-		}
-		b := get(smp.Metric)
-		v := bytesOf(smp.Value)
-		switch name {
-		case exporter.MemoryTotal:
-			b.mem.Total, b.total = v, true
-		case exporter.MemoryUsed:
-			b.mem.Used = v
-		case exporter.MemoryFree:
-			b.mem.Free = v
-		case exporter.MemoryReserved:
-			b.mem.Reserved, b.mem.HasReserved = v, true
-		case exporter.Utilization:
-			b.mem.Util, b.mem.HasUtil = smp.Value*100, true
+		default:
+			get(smp.Metric).setVramtop(name, smp.Value)
 		}
 	}
 	for _, smp := range dcgm {
@@ -987,66 +963,110 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 			// vramtop's series of the device win.
 			continue
 		}
-		name := smp.Metric.Get(labelName)
-		if name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage {
+		if name := smp.Metric.Get(labelName); isExtra(name) {
 			extras = append(extras, smp)
-			continue
-		}
-		b := get(smp.Metric)
-		b.info.NoProcessList = true
-		v := bytesOf(smp.Value * (1 << 20))
-		switch name {
-		case exporter.DCGMFBTotal:
-			b.mem.Total, b.total = v, true
-		case exporter.DCGMFBUsed:
-			b.mem.Used = v
-		case exporter.DCGMFBFree:
-			b.mem.Free = v
-		case exporter.DCGMFBReserved:
-			b.mem.Reserved, b.mem.HasReserved = v, true
-		case exporter.DCGMGPUUtil:
-			b.mem.Util, b.mem.HasUtil = smp.Value, true
+		} else {
+			get(smp.Metric).setDCGM(name, smp.Value)
 		}
 	}
 	for _, smp := range extras {
-		b := devs[keyOf(smp.Metric)]
-		if b == nil || math.IsNaN(smp.Value) {
-			continue
-		}
-		switch smp.Metric.Get(labelName) {
-		case exporter.DCGMGPUTemp:
-			b.mem.TempC, b.mem.HasTemp = int(math.Round(smp.Value)), true
-		case exporter.DCGMPowerUsage:
-			b.mem.PowerW, b.mem.HasPower = smp.Value, true
+		if b := devs[keyOf(smp.Metric)]; b != nil {
+			b.setExtra(smp.Metric.Get(labelName), smp.Value)
 		}
 	}
 	for k, b := range devs {
 		if m, ok := idents[k]; ok {
 			b.identify(m)
 		}
-	}
-	// A GPU with MIG instances is their parent.
-	for k, b := range devs {
-		if k.gi != "" {
-			if p := devs[key{k.host, k.gpu, ""}]; p != nil {
-				p.info.MIGEnabled = true
-			}
+		// A GPU with MIG instances is their parent.
+		if p := devs[key{k.host, k.gpu, ""}]; k.gi != "" && p != nil {
+			p.info.MIGEnabled = true
 		}
-		if !b.total {
-			// dcgm-exporter's default counters have no total: NVML v2's
-			// parts add up to it.
-			b.mem.Total = b.mem.Used + b.mem.Free + b.mem.Reserved
-		}
-		if down[k.host] {
-			b.mem.Err = fmt.Errorf("the exporter on %s has no recent GPU sample", k.host)
-		}
+		b.finish(down[k.host])
 	}
-	list := make([]*building, 0, len(devs))
-	for _, b := range devs {
-		list = append(list, b)
-	}
+	list := slices.Collect(maps.Values(devs))
 	slices.SortFunc(list, func(a, b *building) int { return compareDevices(&a.info, &b.info) })
 	return list, devs
+}
+
+// newBuilding is the device of k, known by its key alone.
+func newBuilding(k key) *building {
+	b := &building{k: k}
+	idx, _ := strconv.Atoi(k.gpu)
+	b.info = sampler.DeviceInfo{ID: k.id(), Index: idx, Hostname: k.host}
+	if k.gi != "" {
+		gi, _ := strconv.Atoi(k.gi)
+		b.info.MIG = &sampler.MIGInfo{ParentIndex: idx, GPUInstanceID: gi}
+	}
+	return b
+}
+
+// isExtra: temperature and power, which either exporter may give.
+func isExtra(name string) bool {
+	return name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage
+}
+
+// setVramtop takes the value of one of vramtop's series of the device.
+func (b *building) setVramtop(name string, value float64) {
+	v := bytesOf(value)
+	switch name {
+	case exporter.MemoryTotal:
+		b.mem.Total, b.total = v, true
+	case exporter.MemoryUsed:
+		b.mem.Used = v
+	case exporter.MemoryFree:
+		b.mem.Free = v
+	case exporter.MemoryReserved:
+		b.mem.Reserved, b.mem.HasReserved = v, true
+	case exporter.Utilization:
+		b.mem.Util, b.mem.HasUtil = value*100, true
+	}
+}
+
+// setDCGM takes the value of one of dcgm-exporter's series (MiB, percent)
+// of a device vramtop does not export.
+func (b *building) setDCGM(name string, value float64) {
+	b.info.NoProcessList = true
+	v := bytesOf(value * (1 << 20))
+	switch name {
+	case exporter.DCGMFBTotal:
+		b.mem.Total, b.total = v, true
+	case exporter.DCGMFBUsed:
+		b.mem.Used = v
+	case exporter.DCGMFBFree:
+		b.mem.Free = v
+	case exporter.DCGMFBReserved:
+		b.mem.Reserved, b.mem.HasReserved = v, true
+	case exporter.DCGMGPUUtil:
+		b.mem.Util, b.mem.HasUtil = value, true
+	}
+}
+
+// setExtra takes the device's temperature or power.
+func (b *building) setExtra(name string, value float64) {
+	if math.IsNaN(value) {
+		return
+	}
+	switch name {
+	case exporter.DCGMGPUTemp:
+		b.mem.TempC, b.mem.HasTemp = int(math.Round(value)), true
+	case exporter.DCGMPowerUsage:
+		b.mem.PowerW, b.mem.HasPower = value, true
+	}
+}
+
+// finish completes the device once every series is read: a total from
+// its parts where none was given, and the error of a host whose exporter
+// has no recent sample.
+func (b *building) finish(hostDown bool) {
+	if !b.total {
+		// dcgm-exporter's default counters have no total: NVML v2's
+		// parts add up to it.
+		b.mem.Total = b.mem.Used + b.mem.Free + b.mem.Reserved
+	}
+	if hostDown {
+		b.mem.Err = fmt.Errorf("the exporter on %s has no recent GPU sample", b.k.host)
+	}
 }
 
 // identify fills what b does not know yet of its labels from m.
