@@ -76,6 +76,22 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 	if d, _ := snap.Device("hostA:0"); d.MemoryUsed != 20*gib || d.MemoryTotal != 80*gib {
 		t.Errorf("hostA:0 used %d of %d, want its last 20 GiB of 80", d.MemoryUsed, d.MemoryTotal)
 	}
+	// Its processes are its last ones, with their age: not exited, and
+	// their memory not unattributed.
+	d, _ := snap.Device("hostA:0")
+	var pids []string
+	for _, p := range d.Processes {
+		pids = append(pids, fmt.Sprintf("%d exited=%v", p.PID, p.Exited))
+	}
+	if got := strings.Join(pids, ", "); got != "4242 exited=false, 77 exited=false" {
+		t.Errorf("hostA:0 processes while down: %s; want its last two, live", got)
+	}
+	if d.Unattributed == nil || *d.Unattributed != 10*gib {
+		t.Errorf("hostA:0 unattributed %v while down, want 10 GiB (20 used, 10 held by its processes)", d.Unattributed)
+	}
+	if !d.ListedAt.Equal(seenAt) {
+		t.Errorf("hostA:0 processes listed at %v, want when the host was last seen, %v", d.ListedAt, seenAt)
+	}
 
 	// The exporter comes back: the host is live again.
 	fp.fleet(30 * gib)
@@ -83,6 +99,10 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 	snap, _ = next(src, s, clk)
 	if d, _ := snap.Device("hostA:0"); d.Err != "" || d.MemoryUsed != 30*gib {
 		t.Errorf("hostA:0 back: error %q, used %d; want none and 30 GiB", d.Err, d.MemoryUsed)
+	}
+	// Each process once, live.
+	if d, _ := snap.Device("hostA:0"); len(d.Processes) != 2 || d.Processes[0].Exited || d.Processes[1].Exited {
+		t.Errorf("hostA:0 back: %d processes, want its 2, live", len(d.Processes))
 	}
 }
 
