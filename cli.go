@@ -46,7 +46,7 @@ func commands() []command {
 			example: "  CUDA_VISIBLE_DEVICES=$(vramtop pick --min-free 20GiB) python train.py\n  vramtop pick --count 2"},
 		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"},
 			example: "  CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB --timeout 2h) python train.py"},
-		{name: "run", summary: "Run a command and report its GPU memory when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true,
+		{name: "run", summary: "Run a command and report its GPU memory and energy when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true,
 			example: "  vramtop run -- python train.py --batch-size 64\n  vramtop run --report json --report-file report.json -- ./train.sh"},
 		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},
 		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
