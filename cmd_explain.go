@@ -105,13 +105,14 @@ func explainInterrupted(ctx context.Context, stderr io.Writer) int {
 }
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--live] [--demo]\n\n"+
+	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--all] [--live] [--demo]\n\n"+
 		"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n"+
 		"llama.cpp, ONNX Runtime, TensorRT, TGI, DeepSpeed, Triton, MXNet; host RAM running out), says what ran\n"+
 		"out, where the memory went and what to try. Reads stdin when FILE is absent or \"-\"; of a log longer\n"+
 		"than 256 MiB, its end.\n"+
 		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags, 130/143 on SIGINT/SIGTERM.\n\n", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (schema: docs/schema/explain.schema.json)")
+	all := fs.Bool("all", false, "list every remedy in the text (without it, the first six)")
 	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
 	var sf sourceFlags
 	sf.addDemo(fs)
@@ -202,7 +203,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if *asJSON {
 			return writeJSON(w, e)
 		}
-		_, err := io.WriteString(w, e.Text())
+		_, err := io.WriteString(w, e.TextWith(advisor.TextOptions{Width: terminalWidth(stdout), All: *all}))
 		return err
 	}) {
 		return 1
@@ -211,6 +212,19 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// terminalWidth is the width of the terminal w is, 0 when w is none.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return 0
+	}
+	cols, _, err := term.GetSize(f.Fd())
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 func explainInputName(name string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -15,6 +16,14 @@ import (
 
 // openPTY opens a pseudo-terminal and returns its terminal side.
 func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	_, pts := openPTYPair(t)
+	return pts
+}
+
+// openPTYPair opens a pseudo-terminal and returns its controlling side
+// (what a terminal emulator reads) and its terminal side.
+func openPTYPair(t *testing.T) (ptm, pts *os.File) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
@@ -28,12 +37,12 @@ func openPTY(t *testing.T) *os.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pts.Close() })
-	return pts
+	return ptm, pts
 }
 
 // The live view opens only on a terminal that can move the cursor:
@@ -83,5 +92,43 @@ func TestExplainSaysItReadsTheTerminal(t *testing.T) {
 	dispatch(context.Background(), []string{"explain"}, &o, &e)
 	if strings.Contains(e.String(), "standard input") {
 		t.Errorf("from a pipe explain should not: %q", e.String())
+	}
+}
+
+// explain on a terminal lays its text out to the terminal's width, so that
+// the terminal breaks no line (nor a number from its unit); --all lists
+// every remedy.
+func TestExplainFitsTheTerminal(t *testing.T) {
+	isolateConfig(t)
+	read := func(args ...string) string {
+		ptm, pts := openPTYPair(t)
+		if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 60, Row: 24}); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(ptm) // until the terminal side is closed (EIO)
+			got <- strings.ReplaceAll(string(b), "\r\n", "\n")
+		}()
+		var e bytes.Buffer
+		code := dispatch(context.Background(), append([]string{"explain", explainLog}, args...), pts, &e)
+		pts.Close()
+		if code != 0 {
+			t.Fatalf("explain %v: exit %d: %s", args, code, e.String())
+		}
+		return <-got
+	}
+	out := read()
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if w := len([]rune(line)); w > 60 && len(strings.Fields(line)) > 1 {
+			t.Errorf("a line of %d columns on a terminal of 60:\n%s", w, line)
+		}
+	}
+	if !strings.Contains(out, "(3 more: --all lists them all") {
+		t.Errorf("without --all the text should say how many remedies it left out:\n%s", out)
+	}
+	all := read("--all")
+	if strings.Contains(all, "more:") || !strings.Contains(all, " 9. ") {
+		t.Errorf("--all should list all nine remedies:\n%s", all)
 	}
 }

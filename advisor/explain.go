@@ -415,7 +415,7 @@ func (e *Explanation) fillFrom(p Explanation) {
 	}
 }
 
-// shortText trims s to at most n bytes on a rune boundary.
+// shortText trims s to at most n bytes, dropping whole words.
 func shortText(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
@@ -424,5 +424,9 @@ func shortText(s string, n int) string {
 	for n > 0 && s[n]&0xc0 == 0x80 {
 		n--
 	}
-	return s[:n] + "…"
+	// Drop the cut word: a number cut short reads as another number.
+	if i := strings.LastIndexByte(s[:n], ' '); i > 0 {
+		n = i
+	}
+	return s[:n] + " …"
 }

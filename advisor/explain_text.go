@@ -95,36 +95,81 @@ func (e Explanation) WithLive(snap sampler.Snapshot) Explanation {
 	return e
 }
 
-// textRemedies is how many remedies Text lists.
+// textRemedies is how many remedies Text lists without All.
 const textRemedies = 6
 
-// Text renders the explanation for a terminal: the numbers, the diagnosis
-// and the remedies, a few lines.
-func (e Explanation) Text() string {
+// TextOptions says how TextWith lays an explanation out.
+type TextOptions struct {
+	// Width is the terminal's width in columns: lines are at most this wide
+	// (a word or a number with its unit longer than that stays whole). 0 is
+	// DefaultTextWidth; below MinTextWidth, MinTextWidth.
+	Width int
+	// All lists every remedy; without it the first six, and how many more.
+	All bool
+}
+
+// DefaultTextWidth is the width of Text, and the widest TextWith lays out
+// (longer lines read badly); MinTextWidth the narrowest.
+const (
+	DefaultTextWidth = 100
+	MinTextWidth     = 40
+)
+
+// labelWidth is the width of the label column of the numbers' rows.
+const labelWidth = 26
+
+// Text renders the explanation for a terminal DefaultTextWidth columns
+// wide: the numbers, the diagnosis and the first remedies, a few lines.
+func (e Explanation) Text() string { return e.TextWith(TextOptions{}) }
+
+// TextWith renders the explanation as Text does, laid out as o says.
+func (e Explanation) TextWith(o TextOptions) string {
+	width := o.Width
+	if width <= 0 || width > DefaultTextWidth {
+		width = DefaultTextWidth
+	}
+	width = max(width, MinTextWidth)
 	var b strings.Builder
 	if !e.Found {
-		b.WriteString("No out-of-memory message found (looked for PyTorch, TensorFlow, JAX/XLA, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n" +
-			"llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy, PaddlePaddle, MXNet, Triton and DeepSpeed messages,\n" +
-			"and for host RAM running out).\n")
-		e.writeLive(&b)
+		b.WriteString(wrap("No out-of-memory message found (looked for PyTorch, TensorFlow, JAX/XLA, vLLM, MPS, CUDA, cuBLAS/cuDNN, "+
+			"llama.cpp, ONNX Runtime, TensorRT, TGI, SGLang, CuPy, PaddlePaddle, MXNet, Triton and DeepSpeed messages, "+
+			"and for host RAM running out).", width, ""))
+		e.writeLive(&b, width)
 		return b.String()
 	}
-	b.WriteString(e.heading())
+	head := e.heading()
 	if e.Line > 0 {
-		fmt.Fprintf(&b, " (line %d", e.Line)
+		head += fmt.Sprintf(" (line %d", e.Line)
 		if e.MessagesFound > 1 {
-			fmt.Fprintf(&b, "; the last of %d messages", e.MessagesFound)
+			head += fmt.Sprintf("; the last of %d messages", e.MessagesFound)
 		}
-		b.WriteString(")")
+		head += ")"
 	}
-	b.WriteString("\n")
+	b.WriteString(wrap(head, width, "  "))
 	if e.Message != "" {
-		fmt.Fprintf(&b, "  %s\n", shortText(e.Message, 200))
+		b.WriteString(wrapAfter("  ", shortText(e.Message, 200), width, "  "))
+	}
+	e.writeNumbers(&b, width)
+	if e.Diagnosis != "" {
+		b.WriteString("\n")
+		b.WriteString(wrap(e.Diagnosis, width, ""))
+	}
+	e.writeRemedies(&b, width, o.All)
+	e.writeLive(&b, width)
+	return b.String()
+}
+
+// writeNumbers writes the numbers the message gave and those derived
+// from them, a row each: the label in its column, the value wrapped beside
+// it.
+func (e Explanation) writeNumbers(b *strings.Builder, width int) {
+	valueIndent := strings.Repeat(" ", 2+labelWidth+1)
+	row := func(label, value string) {
+		b.WriteString(wrapAfter(fmt.Sprintf("  %-*s ", labelWidth, label), value, width, valueIndent))
 	}
 	if e.Confidence != "" {
-		fmt.Fprintf(&b, "  %-26s %s\n", "confidence", e.Confidence+": "+e.Reason)
+		row("confidence", e.Confidence+": "+e.Reason)
 	}
-	row := func(label, value string) { fmt.Fprintf(&b, "  %-26s %s\n", label, value) }
 	size := func(label string, p *uint64) {
 		if p != nil {
 			row(label, FormatBytes(*p))
@@ -173,19 +218,21 @@ func (e Explanation) Text() string {
 	if d := e.Derived; d != nil && d.ShortfallBytes != nil {
 		row("shortfall (derived)", fmt.Sprintf("%s (%d bytes)", FormatBytes(*d.ShortfallBytes), *d.ShortfallBytes))
 	}
-	if e.Diagnosis != "" {
-		b.WriteString("\n")
-		b.WriteString(wrap(e.Diagnosis, 100, ""))
-	}
+}
+
+// writeRemedies writes what to try: the first textRemedies remedies and
+// how many more there are, or all of them.
+func (e Explanation) writeRemedies(b *strings.Builder, width int, all bool) {
 	if len(e.Remedies) > 0 {
-		b.WriteString("\nWhat to try")
+		title := "What to try"
 		if e.shortfall() > 0 {
-			fmt.Fprintf(&b, " (✓: the estimated saving covers the %s shortfall)", FormatBytes(e.shortfall()))
+			title += fmt.Sprintf(" (✓: the estimated saving covers the %s shortfall)", FormatBytes(e.shortfall()))
 		}
-		b.WriteString(":\n")
+		b.WriteString("\n" + wrap(title+":", width, "  "))
+		const indent = "      "
 		for i, r := range e.Remedies {
-			if i == textRemedies {
-				fmt.Fprintf(&b, "  (%d more in the JSON output)\n", len(e.Remedies)-i)
+			if i == textRemedies && !all {
+				b.WriteString(wrapAfter("  ", fmt.Sprintf("(%d more: --all lists them all, as does the JSON output)", len(e.Remedies)-i), width, "   "))
 				break
 			}
 			mark := " "
@@ -193,14 +240,12 @@ func (e Explanation) Text() string {
 				mark = "✓"
 			}
 			line := fmt.Sprintf("%2d. %s %s. Saving: %s. Cost: %s.", i+1, mark, r.Name, r.Saving, r.Cost)
-			b.WriteString(" " + wrap(line, 99, "      "))
+			b.WriteString(wrapAfter(" ", line, width, indent))
 			if r.How != "" {
-				b.WriteString("      " + wrap(r.How, 94, "      "))
+				b.WriteString(wrapAfter(indent, r.How, width, indent))
 			}
 		}
 	}
-	e.writeLive(&b)
-	return b.String()
 }
 
 // heading is the first line of Text: what ran out, and where.
@@ -225,38 +270,110 @@ func (e Explanation) heading() string {
 	return e.frameworkName() + " out of memory on " + e.gpu()
 }
 
-func (e Explanation) writeLive(b *strings.Builder) {
+func (e Explanation) writeLive(b *strings.Builder, width int) {
 	if e.Live == nil {
 		return
 	}
 	b.WriteString("\nNow:\n")
 	for _, d := range e.Live.Devices {
 		if d.Err != "" {
-			fmt.Fprintf(b, "  GPU %-4s %s\n", d.ID, d.Err)
+			b.WriteString(wrapLine(fmt.Sprintf("  GPU %-4s %s", d.ID, d.Err), width, "    "))
 			continue
 		}
-		fmt.Fprintf(b, "  GPU %-4s %10s free of %-10s %d process(es)  %s\n", d.ID, FormatBytes(d.FreeBytes), FormatBytes(d.TotalBytes), d.Processes, d.Name)
+		cols := fmt.Sprintf("  GPU %-4s %10s free of %-10s %d process(es)", d.ID, FormatBytes(d.FreeBytes), FormatBytes(d.TotalBytes), d.Processes)
+		switch {
+		case d.Name == "" || ansi.StringWidth(cols)+2+ansi.StringWidth(d.Name) <= width:
+			b.WriteString(wrapLine(cols+"  "+d.Name, width, "    "))
+		case ansi.StringWidth(cols) <= width: // the name under the columns
+			b.WriteString(cols + "\n" + wrapAfter("    ", d.Name, width, "    "))
+		default:
+			b.WriteString(wrapLine(cols+"  "+d.Name, width, "    "))
+		}
 	}
 	if e.Live.Note != "" {
-		b.WriteString(wrap(e.Live.Note, 100, "  "))
+		b.WriteString(wrap(e.Live.Note, width, "  "))
 	}
 }
 
-// wrap breaks s into lines of at most width columns (words longer than
-// that stay whole); lines after the first start with indent, which counts
-// towards their width. x/ansi does the breaking (display width, wide
-// characters); the hanging indent is ours.
-func wrap(s string, width int, indent string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	first, rest, _ := strings.Cut(ansi.Wordwrap(s, width, ""), "\n")
+// wrap breaks s into lines of at most width display columns; lines after
+// the first start with indent. A word longer than a line stays whole, and
+// a number stays on the line of the unit after it (12.3 GiB, 4 bytes, 512
+// tokens) and of the word before it in GPU 1 and line 12, as does the word
+// before a lone dash, sign or ellipsis, and the word after a lone ≈ or ~.
+func wrap(s string, width int, indent string) string { return wrapAfter("", s, width, indent) }
+
+// wrapAfter is prefix, then s wrapped as wrap does, its first line
+// beginning after prefix.
+func wrapAfter(prefix, s string, width int, indent string) string {
 	var b strings.Builder
-	b.WriteString(first)
-	if rest != "" {
-		rest = strings.Join(strings.Fields(rest), " ")
-		for line := range strings.SplitSeq(ansi.Wordwrap(rest, max(width-ansi.StringWidth(indent), 1), ""), "\n") {
-			b.WriteString("\n" + indent + line)
+	b.WriteString(prefix)
+	start := ansi.StringWidth(prefix)
+	col := start
+	for _, w := range wrapWords(s) {
+		ww := ansi.StringWidth(w)
+		if col > start && col+1+ww > width {
+			b.WriteString("\n" + indent)
+			start = ansi.StringWidth(indent)
+			col = start
+		} else if col > start {
+			b.WriteByte(' ')
+			col++
 		}
+		b.WriteString(w)
+		col += ww
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// wrapLine is line as it is where it fits in width, wrapped after its
+// leading spaces where it does not.
+func wrapLine(line string, width int, indent string) string {
+	line = strings.TrimRight(line, " ")
+	if ansi.StringWidth(line) <= width {
+		return line + "\n"
+	}
+	rest := strings.TrimLeft(line, " ")
+	lead := line[:len(line)-len(rest)]
+	return wrapAfter(lead, rest, width, indent)
+}
+
+// wrapWords splits s at its spaces into the pieces wrap may break
+// between: a number and the unit after it are one piece.
+func wrapWords(s string) []string {
+	f := strings.Fields(s)
+	out := f[:0]
+	for _, w := range f {
+		if n := len(out); n > 0 && (endsInNumber(out[n-1]) && isUnit(w) || w == "−" || w == "-" || w == "×" || w == "…" || out[n-1] == "≈" || out[n-1] == "~" ||
+			(strings.HasSuffix(out[n-1], "GPU") || strings.HasSuffix(out[n-1], "line")) && startsWithDigit(w)) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// endsInNumber reports whether w ends in a digit, as "12.3", "(2048" and
+// "~96" do.
+func endsInNumber(w string) bool {
+	return w != "" && w[len(w)-1] >= '0' && w[len(w)-1] <= '9'
+}
+
+func startsWithDigit(w string) bool { return w != "" && w[0] >= '0' && w[0] <= '9' }
+
+// wrapUnits are the words a number is not parted from, in the forms the
+// explanations and the logs write them.
+var wrapUnits = map[string]bool{
+	"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "PiB": true,
+	"kB": true, "KB": true, "MB": true, "GB": true, "TB": true, "PB": true,
+	"byte": true, "bytes": true, "token": true, "tokens": true, "%": true,
+	"ms": true, "s": true, "m": true, "h": true, "min": true, "d": true,
+	"W": true, "MHz": true, "°C": true, "blocks": true, "devices": true, "GPUs": true,
+}
+
+// isUnit reports whether w is a unit, with the punctuation a sentence
+// puts after it (GiB, GiB. GiB; GiB) bytes).
+func isUnit(w string) bool {
+	return wrapUnits[strings.TrimRight(w, ".,;:)]!?`'\"")]
 }

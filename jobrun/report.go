@@ -176,7 +176,7 @@ func (r Report) Text(width int) string {
 	}
 	if r.OOM != nil && r.OOM.Found {
 		b.WriteString("\nOut of memory, from the job's stderr:\n")
-		b.WriteString(strings.TrimRight(r.OOM.Text(), "\n"))
+		b.WriteString(strings.TrimRight(r.OOM.TextWith(advisor.TextOptions{All: true}), "\n")) // run has no --all: every remedy
 		b.WriteString("\n")
 	}
 	for i, l := range r.Leftovers {
