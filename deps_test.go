@@ -68,6 +68,21 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+	// The fleet reads the series the exporter writes through the names
+	// both import, not through the exporter; /proc is read by the sources,
+	// not by the sampler, which holds the snapshot contract and the loop.
+	for _, dep := range []struct{ pkg, banned string }{
+		{mod + "/fleet", mod + "/exporter"},
+		{mod + "/sampler", mod + "/hostproc"},
+		{mod + "/sampler", mod + "/nvmlsource"},
+	} {
+		if hasDep(deps[dep.pkg], dep.banned) {
+			t.Errorf("%s depends on %s", dep.pkg, dep.banned)
+		}
+	}
+	if !hasDep(deps[mod+"/nvmlsource"], mod+"/hostproc") || !hasDep(deps[mod+"/fleet"], mod+"/metricname") {
+		t.Errorf("nvmlsource does not read /proc through hostproc, or fleet not the names through metricname: the check above would pass on anything")
+	}
 	// Without cgo the command itself links no go-nvml either.
 	nocgo := packageDeps(t, "CGO_ENABLED=0")
 	if hasDep(nocgo[mod], "github.com/NVIDIA/go-nvml") {

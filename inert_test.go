@@ -21,8 +21,10 @@ import (
 	"github.com/vramtop/vramtop/alerthook"
 	"github.com/vramtop/vramtop/exporter"
 	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/hostproc"
 	"github.com/vramtop/vramtop/internal/hostile"
 	"github.com/vramtop/vramtop/jobrun"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
 )
@@ -45,7 +47,7 @@ var ownSGR = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
 // procSource is one GPU whose processes are the PIDs of a fake /proc, read
 // by the sampler's ProcReader as the NVML source reads them.
 type procSource struct {
-	proc *sampler.ProcReader
+	proc *hostproc.ProcReader
 	pids []uint32
 }
 
@@ -92,7 +94,7 @@ func hostileProc(t *testing.T, s string) string {
 }
 
 func procSnapshot(t *testing.T, root string) sampler.Snapshot {
-	src := &procSource{proc: sampler.NewProcReader(root), pids: []uint32{4242, 4243}}
+	src := &procSource{proc: hostproc.NewProcReader(root), pids: []uint32{4242, 4243}}
 	s, err := sampler.New(src, sampler.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +211,7 @@ func FuzzHostileText(f *testing.F) {
 		cmdline, _ := os.ReadFile(filepath.Join(root, "4243", "cmdline"))
 		p := snap.Devices[0].Processes
 		rep := jobrun.Report{Command: []string{"python", "train.py", s}, Source: "nvml",
-			Leftovers: []jobrun.Leftover{{PID: 4243, Command: sampler.CommandLine(cmdline), GPUBytes: 1 << 30}},
+			Leftovers: []jobrun.Leftover{{PID: 4243, Command: hostproc.CommandLine(cmdline), GPUBytes: 1 << 30}},
 			GPUs: []jobrun.GPUReport{{ID: "0", Name: snap.Devices[0].Name, TotalBytes: 80 << 30, PeakBytes: 1 << 30,
 				Others: []jobrun.Other{{PID: p[0].PID, User: p[0].User, Command: p[0].Command, Bytes: p[0].UsedBytes, Visible: true}}}}}
 		check("the run report", []byte(rep.Text(100)))
@@ -291,9 +293,9 @@ func scraped(t *testing.T, page []byte) map[string]string {
 		t.Fatalf("the page does not parse: %v", err)
 	}
 	want := map[string][]string{
-		fleet.QueryDevices: {exporter.MemoryTotal},
-		fleet.QueryValues:  {exporter.MemoryTotal, exporter.MemoryUsed, exporter.MemoryFree, exporter.MemoryReserved, exporter.Utilization, exporter.Up},
-		fleet.QueryProcs:   {exporter.ProcessMemory, exporter.ProcessUnknown, exporter.ProcessesUnlisted, exporter.MemoryUnlisted},
+		fleet.QueryDevices: {metricname.MemoryTotal},
+		fleet.QueryValues:  {metricname.MemoryTotal, metricname.MemoryUsed, metricname.MemoryFree, metricname.MemoryReserved, metricname.Utilization, metricname.Up},
+		fleet.QueryProcs:   {metricname.ProcessMemory, metricname.ProcessUnknown, metricname.ProcessesUnlisted, metricname.MemoryUnlisted},
 	}
 	out := map[string]string{}
 	for q, names := range want {

@@ -19,64 +19,8 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/internal/inert"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
-)
-
-// Label names. The device labels are spelled as dcgm-exporter spells them
-// (gpu, UUID, pci_bus_id, device, modelName, hostname, GPU_I_ID,
-// GPU_I_PROFILE), so vramtop's series join with dcgm-exporter's; vramtop's
-// own families (vramtop_gpu_*) say model_name, in Prometheus's snake_case
-// (LabelModelNameOwn), and the DCGM_* drop-ins keep dcgm's modelName. Before its
-// change of 2026-05 dcgm-exporter (and vramtop) said Hostname: readers
-// accept both (LabelHostnameOld).
-const (
-	LabelGPU       = "gpu"
-	LabelUUID      = "UUID"
-	LabelPCIBusID  = "pci_bus_id"
-	LabelDevice    = "device"
-	LabelModelName = "modelName"
-	// LabelModelNameOwn is the model's label on vramtop's own families.
-	LabelModelNameOwn = "model_name"
-	LabelHostname     = "hostname"
-	LabelHostnameOld  = "Hostname"
-	LabelGPUInstID    = "GPU_I_ID"
-	LabelGPUProfile   = "GPU_I_PROFILE"
-	// LabelContainerID is the short container id of a process
-	// (Process.Container).
-	LabelContainerID = "container_id"
-	// LabelHPCJob is the Slurm job of a process, as dcgm-exporter names it.
-	LabelHPCJob = "hpc_job"
-	// LabelPodUID is the UID of a process's Kubernetes pod. (dcgm-exporter's
-	// pod label is the pod's name, which a process's cgroup does not give.)
-	LabelPodUID = "pod_uid"
-)
-
-// Metric names.
-const (
-	DCGMFBUsed     = "DCGM_FI_DEV_FB_USED"
-	DCGMFBFree     = "DCGM_FI_DEV_FB_FREE"
-	DCGMFBReserved = "DCGM_FI_DEV_FB_RESERVED"
-	DCGMFBTotal    = "DCGM_FI_DEV_FB_TOTAL"
-	DCGMGPUTemp    = "DCGM_FI_DEV_GPU_TEMP"
-	DCGMPowerUsage = "DCGM_FI_DEV_POWER_USAGE"
-	DCGMGPUUtil    = "DCGM_FI_DEV_GPU_UTIL"
-	DCGMSMClock    = "DCGM_FI_DEV_SM_CLOCK"
-	DCGMMemClock   = "DCGM_FI_DEV_MEM_CLOCK"
-
-	MemoryTotal        = "vramtop_gpu_memory_total_bytes"
-	MemoryUsed         = "vramtop_gpu_memory_used_bytes"
-	MemoryFree         = "vramtop_gpu_memory_free_bytes"
-	MemoryReserved     = "vramtop_gpu_memory_reserved_bytes"
-	MemoryUnattributed = "vramtop_gpu_memory_unattributed_bytes"
-	Utilization        = "vramtop_gpu_utilization_ratio"
-	ProcessesUnlisted  = "vramtop_gpu_processes_unexported"
-	MemoryUnlisted     = "vramtop_gpu_memory_unexported_bytes"
-	ProcessMemory      = "vramtop_process_gpu_memory_bytes"
-	ProcessUnknown     = "vramtop_process_gpu_memory_unknown"
-	Alert              = "vramtop_alert"
-	BuildInfo          = "vramtop_build_info"
-	Up                 = "vramtop_up"
-	SampleAge          = "vramtop_last_sample_age_seconds"
 )
 
 // MaxCommandLen is the longest command label, in characters; longer command
@@ -254,19 +198,19 @@ type labels []label
 // clockFamilies are the series that change with the clock, not with the
 // snapshot: the build info, vramtop_up and the sample's age.
 func (c *Collector) clockFamilies(snap sampler.Snapshot, ok bool) []family {
-	fams := []family{{name: BuildInfo, help: "vramtop's version; always 1.",
+	fams := []family{{name: metricname.BuildInfo, help: "vramtop's version; always 1.",
 		samples: []sample{{labels{{"goversion", runtime.Version()}, {"version", c.opts.Version}}, 1}}}}
 	host := c.host(snap, ok)
 	up := 0.0
 	if healthy, _ := c.health(snap, ok); healthy {
 		up = 1
 	}
-	fams = append(fams, family{name: Up, help: "1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.",
-		samples: []sample{{labels{{LabelHostname, host}}, up}}})
+	fams = append(fams, family{name: metricname.Up, help: "1 when the exporter has a recent sample of the GPUs and the last poll succeeded, 0 otherwise.",
+		samples: []sample{{labels{{metricname.LabelHostname, host}}, up}}})
 	if ok {
 		age := c.opts.Now().Sub(snap.Time).Seconds()
-		fams = append(fams, family{name: SampleAge, help: "Seconds since the GPUs were last sampled.",
-			samples: []sample{{labels{{LabelHostname, host}}, max(age, 0)}}})
+		fams = append(fams, family{name: metricname.SampleAge, help: "Seconds since the GPUs were last sampled.",
+			samples: []sample{{labels{{metricname.LabelHostname, host}}, max(age, 0)}}})
 	}
 	return fams
 }
@@ -303,25 +247,25 @@ const (
 )
 
 var familyHeads = [nFamilies]family{
-	fFBUsed:        {name: DCGMFBUsed, help: "Framebuffer memory used (in MiB)."},
-	fFBFree:        {name: DCGMFBFree, help: "Framebuffer memory free (in MiB)."},
-	fFBReserved:    {name: DCGMFBReserved, help: "Framebuffer memory reserved (in MiB)."},
-	fTemp:          {name: DCGMGPUTemp, help: "GPU temperature (in C)."},
-	fPower:         {name: DCGMPowerUsage, help: "Power draw (in W)."},
-	fUtilPct:       {name: DCGMGPUUtil, help: "GPU utilization (in %)."},
-	fSMClock:       {name: DCGMSMClock, help: "SM clock frequency (in MHz)."},
-	fMemClock:      {name: DCGMMemClock, help: "Memory clock frequency (in MHz)."},
-	fTotal:         {name: MemoryTotal, help: "GPU memory in total, in bytes."},
-	fUsed:          {name: MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
-	fFree:          {name: MemoryFree, help: "GPU memory free, in bytes."},
-	fReserved:      {name: MemoryReserved, help: "GPU memory reserved by the driver, in bytes."},
-	fUnattributed:  {name: MemoryUnattributed, help: "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes."},
-	fUtil:          {name: Utilization, help: "GPU utilization as the driver samples it, 0 to 1."},
-	fUnexported:    {name: ProcessesUnlisted, help: "Processes on a device that have no series of their own (over --max-process-series: the ones using the least memory)."},
-	fUnexportedMem: {name: MemoryUnlisted, help: "GPU memory the processes without series of their own use (over --max-process-series), in bytes; absent while one of them has no known usage."},
-	fProcMem:       {name: ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
-	fProcUnknown:   {name: ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
-	fAlert:         {name: Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
+	fFBUsed:        {name: metricname.DCGMFBUsed, help: "Framebuffer memory used (in MiB)."},
+	fFBFree:        {name: metricname.DCGMFBFree, help: "Framebuffer memory free (in MiB)."},
+	fFBReserved:    {name: metricname.DCGMFBReserved, help: "Framebuffer memory reserved (in MiB)."},
+	fTemp:          {name: metricname.DCGMGPUTemp, help: "GPU temperature (in C)."},
+	fPower:         {name: metricname.DCGMPowerUsage, help: "Power draw (in W)."},
+	fUtilPct:       {name: metricname.DCGMGPUUtil, help: "GPU utilization (in %)."},
+	fSMClock:       {name: metricname.DCGMSMClock, help: "SM clock frequency (in MHz)."},
+	fMemClock:      {name: metricname.DCGMMemClock, help: "Memory clock frequency (in MHz)."},
+	fTotal:         {name: metricname.MemoryTotal, help: "GPU memory in total, in bytes."},
+	fUsed:          {name: metricname.MemoryUsed, help: "GPU memory in use (NVML v2: without the driver's reservation), in bytes."},
+	fFree:          {name: metricname.MemoryFree, help: "GPU memory free, in bytes."},
+	fReserved:      {name: metricname.MemoryReserved, help: "GPU memory reserved by the driver, in bytes."},
+	fUnattributed:  {name: metricname.MemoryUnattributed, help: "GPU memory in use that no listed process accounts for (other containers or PID namespaces, leaked contexts, the driver), in bytes."},
+	fUtil:          {name: metricname.Utilization, help: "GPU utilization as the driver samples it, 0 to 1."},
+	fUnexported:    {name: metricname.ProcessesUnlisted, help: "Processes on a device that have no series of their own (over --max-process-series: the ones using the least memory)."},
+	fUnexportedMem: {name: metricname.MemoryUnlisted, help: "GPU memory the processes without series of their own use (over --max-process-series), in bytes; absent while one of them has no known usage."},
+	fProcMem:       {name: metricname.ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
+	fProcUnknown:   {name: metricname.ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
+	fAlert:         {name: metricname.Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
 }
 
 // snapshotFamilies are the series of a snapshot: devices, their processes
@@ -358,15 +302,15 @@ func deviceLabels(d *sampler.Device, host, model string) labels {
 	// In the order of their names, as the page writes them.
 	ls := make(labels, 0, 8)
 	if d.MIG != nil {
-		ls = append(ls, label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}, label{LabelGPUProfile, d.MIG.Profile})
+		ls = append(ls, label{metricname.LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}, label{metricname.LabelGPUProfile, d.MIG.Profile})
 	}
 	return append(ls,
-		label{LabelUUID, d.UUID},
-		label{LabelDevice, "nvidia" + gpu},
-		label{LabelGPU, gpu},
-		label{LabelHostname, host},
+		label{metricname.LabelUUID, d.UUID},
+		label{metricname.LabelDevice, "nvidia" + gpu},
+		label{metricname.LabelGPU, gpu},
+		label{metricname.LabelHostname, host},
 		label{model, d.Name},
-		label{LabelPCIBusID, d.PCIBusID},
+		label{metricname.LabelPCIBusID, d.PCIBusID},
 	)
 }
 
@@ -382,13 +326,13 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 	if d.Err != "" || d.MemoryTotal == 0 {
 		return order
 	}
-	ls := deviceLabels(d, host, LabelModelName)
+	ls := deviceLabels(d, host, metricname.LabelModelName)
 	// The same labels with vramtop's own spelling of the model: both sort
 	// between hostname and pci_bus_id, so the order of names holds.
 	own := slices.Clone(ls)
 	for i := range own {
-		if own[i].name == LabelModelName {
-			own[i].name = LabelModelNameOwn
+		if own[i].name == metricname.LabelModelName {
+			own[i].name = metricname.LabelModelNameOwn
 		}
 	}
 	// dcgm-exporter reports a MIG-enabled GPU through its instances.
@@ -459,22 +403,22 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		// In the order of their names, as the page writes them.
 		pl := make(labels, 0, 11)
 		if gi != "" {
-			pl = append(pl, label{LabelGPUInstID, gi})
+			pl = append(pl, label{metricname.LabelGPUInstID, gi})
 		}
-		pl = append(pl, label{LabelUUID, d.UUID})
+		pl = append(pl, label{metricname.LabelUUID, d.UUID})
 		if !c.opts.NoCommandLabels {
 			pl = append(pl, label{"command", ShortCommand(p.Command)})
 		}
 		if p.Container != "" {
-			pl = append(pl, label{LabelContainerID, validUTF8(p.Container)})
+			pl = append(pl, label{metricname.LabelContainerID, validUTF8(p.Container)})
 		}
-		pl = append(pl, label{LabelGPU, gpu}, label{LabelHostname, host})
+		pl = append(pl, label{metricname.LabelGPU, gpu}, label{metricname.LabelHostname, host})
 		if p.Job != nil && p.Job.SlurmJobID != "" {
-			pl = append(pl, label{LabelHPCJob, validUTF8(p.Job.SlurmJobID)})
+			pl = append(pl, label{metricname.LabelHPCJob, validUTF8(p.Job.SlurmJobID)})
 		}
 		pl = append(pl, label{"pid", strconv.FormatUint(uint64(p.PID), 10)})
 		if p.Job != nil && p.Job.K8sPodUID != "" {
-			pl = append(pl, label{LabelPodUID, validUTF8(p.Job.K8sPodUID)})
+			pl = append(pl, label{metricname.LabelPodUID, validUTF8(p.Job.K8sPodUID)})
 		}
 		pl = append(pl, label{"type", p.Type}, label{"user", validUTF8(p.User)})
 		if p.UsedBytes == nil {
@@ -549,14 +493,14 @@ func (c *Collector) collectAlerts(fams *[nFamilies]family, snap sampler.Snapshot
 			gpu = strconv.Itoa(d.Index)
 			if d.MIG != nil {
 				gpu = strconv.Itoa(d.MIG.ParentIndex)
-				mig = &label{LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}
+				mig = &label{metricname.LabelGPUInstID, strconv.Itoa(d.MIG.GPUInstanceID)}
 			}
 		}
 		var ls labels
 		if mig != nil {
 			ls = append(ls, *mig)
 		}
-		ls = append(ls, label{LabelGPU, gpu}, label{LabelHostname, host})
+		ls = append(ls, label{metricname.LabelGPU, gpu}, label{metricname.LabelHostname, host})
 		if a.PID != 0 {
 			ls = append(ls, label{"pid", strconv.FormatUint(uint64(a.PID), 10)})
 		}

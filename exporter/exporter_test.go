@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -122,7 +123,7 @@ DCGM_FI_DEV_FB_USED{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",mo
 DCGM_FI_DEV_FB_USED{UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="node7",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
 DCGM_FI_DEV_FB_USED{GPU_I_ID="3",GPU_I_PROFILE="3g.40gb",UUID="MIG-dddd",device="nvidia2",gpu="2",hostname="node7",modelName="NVIDIA A100-SXM4-80GB",pci_bus_id="00000000:87:00.0"} 20480
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMFBUsed, DCGMFBFree, DCGMFBReserved); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.DCGMFBUsed, metricname.DCGMFBFree, metricname.DCGMFBReserved); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,7 +144,7 @@ DCGM_FI_DEV_MEM_CLOCK{` + h100 + `} 2619
 # TYPE DCGM_FI_DEV_SM_CLOCK gauge
 DCGM_FI_DEV_SM_CLOCK{` + h100 + `} 1980
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMSMClock, DCGMMemClock); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.DCGMSMClock, metricname.DCGMMemClock); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -182,7 +183,7 @@ vramtop_gpu_memory_unattributed_bytes{` + mig + `} 0
 # TYPE vramtop_gpu_utilization_ratio gauge
 vramtop_gpu_utilization_ratio{` + h100 + `} 0.375
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), MemoryTotal, MemoryUsed, MemoryReserved, MemoryUnattributed, Utilization); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.MemoryTotal, metricname.MemoryUsed, metricname.MemoryReserved, metricname.MemoryUnattributed, metricname.Utilization); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -198,7 +199,7 @@ vramtop_process_gpu_memory_bytes{UUID="GPU-aaaa",command="python3 train.py --lr 
 vramtop_process_gpu_memory_bytes{UUID="GPU-aaaa",command="` + long + `",gpu="0",hostname="node7",pid="77",type="compute",user="bob"} 5.36870912e+08
 vramtop_process_gpu_memory_bytes{GPU_I_ID="3",UUID="MIG-dddd",command="serve",gpu="2",hostname="node7",pid="5000",type="compute",user="dave"} 2.147483648e+10
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), ProcessMemory); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.ProcessMemory); err != nil {
 		t.Fatal(err)
 	}
 	// A process whose memory the driver does not report is listed apart,
@@ -208,7 +209,7 @@ vramtop_process_gpu_memory_bytes{GPU_I_ID="3",UUID="MIG-dddd",command="serve",gp
 # TYPE vramtop_process_gpu_memory_unknown gauge
 vramtop_process_gpu_memory_unknown{UUID="GPU-aaaa",command="python",gpu="0",hostname="node7",pid="78",type="graphics",user="bob"} 1
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(unknown), ProcessUnknown); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(unknown), metricname.ProcessUnknown); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -226,10 +227,10 @@ func TestLostGPUHasNoSeries(t *testing.T) {
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
-				if lp.GetName() == LabelUUID && lp.GetValue() == "GPU-eeee" {
+				if lp.GetName() == metricname.LabelUUID && lp.GetValue() == "GPU-eeee" {
 					t.Errorf("%s exported for a lost GPU", mf.GetName())
 				}
-				if lp.GetName() == LabelUUID && lp.GetValue() == "GPU-aaaa" {
+				if lp.GetName() == metricname.LabelUUID && lp.GetValue() == "GPU-aaaa" {
 					healthy++
 				}
 			}
@@ -251,7 +252,7 @@ func TestHostnameOverride(t *testing.T) {
 # TYPE DCGM_FI_DEV_FB_USED gauge
 DCGM_FI_DEV_FB_USED{UUID="GPU-bbbb",device="nvidia1",gpu="1",hostname="hostA",modelName="Tesla V100-SXM2-16GB",pci_bus_id="00000000:3B:00.0"} 2049
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), DCGMFBUsed); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.DCGMFBUsed); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -284,13 +285,13 @@ vramtop_alert{gpu="0",hostname="node7",rule="threshold",severity="crit"} 1
 vramtop_alert{gpu="0",hostname="node7",pid="4242",rule="leak_suspect",severity="warn"} 1
 vramtop_alert{GPU_I_ID="3",gpu="2",hostname="node7",rule="threshold",severity="warn"} 1
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), Alert); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.Alert); err != nil {
 		t.Fatal(err)
 	}
 	// The snapshot was observed once, by the first scrape; scraping it again
 	// must not feed it to the rules twice.
 	c.Observe(snap)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), Alert); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.Alert); err != nil {
 		t.Fatal(err)
 	}
 	if al.calls != 1 {
@@ -300,7 +301,7 @@ vramtop_alert{GPU_I_ID="3",gpu="2",hostname="node7",rule="threshold",severity="w
 	al.alerts = nil
 	snap.Seq++
 	c.Observe(snap)
-	if n := testutil.CollectAndCount(c, Alert); n != 0 {
+	if n := testutil.CollectAndCount(c, metricname.Alert); n != 0 {
 		t.Errorf("%d alert series after the alerts cleared, want 0", n)
 	}
 }
@@ -329,7 +330,7 @@ vramtop_up{hostname="` + map[bool]string{true: "node7", false: ""}[tc.snap != ni
 # TYPE vramtop_last_sample_age_seconds gauge
 vramtop_last_sample_age_seconds{hostname="node7"} ` + tc.wantAge + "\n"
 			}
-			if err := testutil.CollectAndCompare(c, strings.NewReader(want), Up, SampleAge); err != nil {
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), metricname.Up, metricname.SampleAge); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -337,7 +338,7 @@ vramtop_last_sample_age_seconds{hostname="node7"} ` + tc.wantAge + "\n"
 	failed := fixedSnapshot()
 	failed.Err = "NVML: driver not loaded"
 	c := newTestCollector(&failed, nil, t0)
-	if v := testutil.ToFloat64(onlyMetric(c, Up)); v != 0 {
+	if v := testutil.ToFloat64(onlyMetric(c, metricname.Up)); v != 0 {
 		t.Errorf("vramtop_up = %v while the source fails, want 0", v)
 	}
 }
@@ -363,7 +364,7 @@ func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
 func TestBuildInfoAndLint(t *testing.T) {
 	snap := fixedSnapshot()
 	c := newTestCollector(&snap, &fakeAlerter{}, t0)
-	if n := testutil.CollectAndCount(c, BuildInfo); n != 1 {
+	if n := testutil.CollectAndCount(c, metricname.BuildInfo); n != 1 {
 		t.Fatalf("%d build-info series, want 1", n)
 	}
 	problems, err := testutil.CollectAndLint(c)

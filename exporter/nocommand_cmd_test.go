@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/internal/testbin"
+	"github.com/vramtop/vramtop/metricname"
 )
 
 // TestServeNoCommandLabels runs the built `vramtop serve --demo`: its
@@ -56,7 +57,7 @@ func TestServeNoCommandLabels(t *testing.T) {
 		}
 		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
 		cmd.Wait()
-		if !strings.Contains(body, ProcessMemory+"{") {
+		if !strings.Contains(body, metricname.ProcessMemory+"{") {
 			t.Errorf("%v: no process series:\n%s", args, body)
 		}
 		if has := strings.Contains(body, `command="`); has == noCmd {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -86,7 +87,7 @@ func TestPageEncodedOncePerSnapshot(t *testing.T) {
 	strip := func(s string) string {
 		var keep []string
 		for _, l := range strings.Split(s, "\n") {
-			if !strings.HasPrefix(l, SampleAge+"{") {
+			if !strings.HasPrefix(l, metricname.SampleAge+"{") {
 				keep = append(keep, l)
 			}
 		}
@@ -95,7 +96,7 @@ func TestPageEncodedOncePerSnapshot(t *testing.T) {
 	if strip(first) != strip(second) {
 		t.Error("the same snapshot was encoded twice")
 	}
-	if !strings.Contains(second, SampleAge+`{hostname="node7"} 2`) {
+	if !strings.Contains(second, metricname.SampleAge+`{hostname="node7"} 2`) {
 		t.Errorf("sample age not of the moment:\n%s", second)
 	}
 	snap.Seq++
@@ -138,7 +139,7 @@ func TestMaxProcessSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			var pids []int
-			for _, m := range mfs[ProcessMemory].GetMetric() {
+			for _, m := range mfs[metricname.ProcessMemory].GetMetric() {
 				for _, l := range m.GetLabel() {
 					if l.GetName() == "pid" {
 						var pid int
@@ -152,13 +153,13 @@ func TestMaxProcessSeries(t *testing.T) {
 			if !slices.Equal(pids, tc.wantPIDs) {
 				t.Errorf("PIDs with series %v, want %v", pids, tc.wantPIDs)
 			}
-			if got := mfs[ProcessesUnlisted].GetMetric()[0].GetGauge().GetValue(); got != float64(tc.wantUnlisted) {
-				t.Errorf("%s = %v, want %d", ProcessesUnlisted, got, tc.wantUnlisted)
+			if got := mfs[metricname.ProcessesUnlisted].GetMetric()[0].GetGauge().GetValue(); got != float64(tc.wantUnlisted) {
+				t.Errorf("%s = %v, want %d", metricname.ProcessesUnlisted, got, tc.wantUnlisted)
 			}
-			if got := mfs[MemoryUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != tc.wantMiB*mib {
-				t.Errorf("%s = %v, want %v MiB", MemoryUnlisted, got, tc.wantMiB)
+			if got := mfs[metricname.MemoryUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != tc.wantMiB*mib {
+				t.Errorf("%s = %v, want %v MiB", metricname.MemoryUnlisted, got, tc.wantMiB)
 			}
-			if n := len(mfs[MemoryUsed].GetMetric()); n != 1 {
+			if n := len(mfs[metricname.MemoryUsed].GetMetric()); n != 1 {
 				t.Errorf("%d device series, want 1", n)
 			}
 		})
@@ -176,11 +177,11 @@ func TestUnlistedMemoryUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mfs[ProcessesUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != 3 {
-		t.Errorf("%s = %v, want 3", ProcessesUnlisted, got)
+	if got := mfs[metricname.ProcessesUnlisted].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != 3 {
+		t.Errorf("%s = %v, want 3", metricname.ProcessesUnlisted, got)
 	}
-	if got, ok := mfs[MemoryUnlisted]; ok {
-		t.Errorf("%s = %v, want no series", MemoryUnlisted, got.GetMetric())
+	if got, ok := mfs[metricname.MemoryUnlisted]; ok {
+		t.Errorf("%s = %v, want no series", metricname.MemoryUnlisted, got.GetMetric())
 	}
 }
 
@@ -201,13 +202,13 @@ func TestTemperaturePowerUtilization(t *testing.T) {
 	c := newTestCollector(&snap, nil, t0)
 	page := string(c.Page(nil))
 	h100 := `{UUID="GPU-aaaa",device="nvidia0",gpu="0",hostname="node7",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:18:00.0"}`
-	for _, want := range []string{DCGMGPUTemp + h100 + " 61", DCGMPowerUsage + h100 + " 312.5", DCGMGPUUtil + h100 + " 37.5"} {
+	for _, want := range []string{metricname.DCGMGPUTemp + h100 + " 61", metricname.DCGMPowerUsage + h100 + " 312.5", metricname.DCGMGPUUtil + h100 + " 37.5"} {
 		if !strings.Contains(page, want+"\n") {
 			t.Errorf("page lacks %s", want)
 		}
 	}
 	// The V100 reports none of them: no series, not zeros.
-	for _, name := range []string{DCGMGPUTemp, DCGMPowerUsage, DCGMGPUUtil} {
+	for _, name := range []string{metricname.DCGMGPUTemp, metricname.DCGMPowerUsage, metricname.DCGMGPUUtil} {
 		if strings.Contains(page, name+`{UUID="GPU-bbbb"`) {
 			t.Errorf("%s exported for a GPU that does not report it", name)
 		}
@@ -240,7 +241,7 @@ func TestManyScrapersAllServed(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			codes[i] = resp.StatusCode
-			if !bytes.Contains(b, []byte(DCGMFBUsed+"{")) {
+			if !bytes.Contains(b, []byte(metricname.DCGMFBUsed+"{")) {
 				bad[i] = "no device series"
 			}
 		})

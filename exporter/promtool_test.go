@@ -10,6 +10,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -52,7 +53,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	c := New(func() (sampler.Snapshot, bool) { return snap, true },
 		Options{Version: "test", Monitor: advisor.NewMonitor(advisor.Config{}), Now: func() time.Time { return now }})
 	page := c.Page(nil)
-	for _, fam := range []string{DCGMFBUsed, DCGMSMClock, DCGMMemClock, MemoryUsed, ProcessMemory, Alert} {
+	for _, fam := range []string{metricname.DCGMFBUsed, metricname.DCGMSMClock, metricname.DCGMMemClock, metricname.MemoryUsed, metricname.ProcessMemory, metricname.Alert} {
 		if !bytes.Contains(page, []byte("\n"+fam+"{")) {
 			t.Fatalf("the demo's page has no %s series:\n%s", fam, page)
 		}

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
-	"github.com/vramtop/vramtop/exporter"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -719,7 +719,7 @@ func (s *Source) remember(justGone map[string]*seenDevice) {
 // unidentified reports whether a device of the values has no labels read.
 func (s *Source) unidentified(values []Sample) bool {
 	for _, smp := range values {
-		if smp.Metric.Get(labelName) != exporter.MemoryTotal {
+		if smp.Metric.Get(labelName) != metricname.MemoryTotal {
 			continue
 		}
 		if _, ok := s.ident[keyOf(smp.Metric)]; !ok {
@@ -784,7 +784,7 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 	var vram, dcgm []Sample
 	for _, smp := range vals {
 		switch name := smp.Metric.Get(labelName); {
-		case strings.HasPrefix(name, "vramtop_"), name == exporter.DCGMGPUTemp, name == exporter.DCGMPowerUsage:
+		case strings.HasPrefix(name, "vramtop_"), name == metricname.DCGMGPUTemp, name == metricname.DCGMPowerUsage:
 			// Temperature and power go to the devices of either.
 			vram = append(vram, smp)
 		default:
@@ -797,7 +797,7 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 	}
 	var procSmps, alertSmps []Sample
 	for _, smp := range procs {
-		if smp.Metric.Get(labelName) == exporter.Alert {
+		if smp.Metric.Get(labelName) == metricname.Alert {
 			if smp.Value == 1 {
 				alertSmps = append(alertSmps, smp)
 			}
@@ -885,15 +885,15 @@ func keyOf(m Labels) key {
 	var k key
 	for _, l := range m {
 		switch l.Name {
-		case exporter.LabelHostname:
+		case metricname.LabelHostname:
 			host = l.Value
-		case exporter.LabelHostnameOld:
+		case metricname.LabelHostnameOld:
 			old = l.Value
 		case labelInstance:
 			inst = l.Value
-		case exporter.LabelGPU:
+		case metricname.LabelGPU:
 			k.gpu = l.Value
-		case exporter.LabelGPUInstID:
+		case metricname.LabelGPUInstID:
 			k.gi = l.Value
 		}
 	}
@@ -942,21 +942,21 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 	for _, smp := range vram {
 		name := smp.Metric.Get(labelName)
 		switch {
-		case name == exporter.Up:
+		case name == metricname.Up:
 			if smp.Value == 0 {
 				down[HostOf(smp.Metric)] = true
 			}
-		case smp.Metric.Get(exporter.LabelGPU) == "":
+		case smp.Metric.Get(metricname.LabelGPU) == "":
 		case isExtra(name):
 			extras = append(extras, smp)
-		case name == exporter.MemoryTotal && math.IsNaN(smp.Value):
+		case name == metricname.MemoryTotal && math.IsNaN(smp.Value):
 			// Not known: the parts add up to it.
 		default:
 			get(smp.Metric).setVramtop(name, smp.Value)
 		}
 	}
 	for _, smp := range dcgm {
-		if smp.Metric.Get(exporter.LabelGPU) == "" {
+		if smp.Metric.Get(metricname.LabelGPU) == "" {
 			continue
 		}
 		if b := devs[keyOf(smp.Metric)]; b != nil && !b.info.NoProcessList {
@@ -1003,22 +1003,22 @@ func newBuilding(k key) *building {
 
 // isExtra: temperature and power, which either exporter may give.
 func isExtra(name string) bool {
-	return name == exporter.DCGMGPUTemp || name == exporter.DCGMPowerUsage
+	return name == metricname.DCGMGPUTemp || name == metricname.DCGMPowerUsage
 }
 
 // setVramtop takes the value of one of vramtop's series of the device.
 func (b *building) setVramtop(name string, value float64) {
 	v := bytesOf(value)
 	switch name {
-	case exporter.MemoryTotal:
+	case metricname.MemoryTotal:
 		b.mem.Total, b.total = v, true
-	case exporter.MemoryUsed:
+	case metricname.MemoryUsed:
 		b.mem.Used = v
-	case exporter.MemoryFree:
+	case metricname.MemoryFree:
 		b.mem.Free = v
-	case exporter.MemoryReserved:
+	case metricname.MemoryReserved:
 		b.mem.Reserved, b.mem.HasReserved = v, true
-	case exporter.Utilization:
+	case metricname.Utilization:
 		b.mem.Util, b.mem.HasUtil = value*100, true
 	}
 }
@@ -1029,15 +1029,15 @@ func (b *building) setDCGM(name string, value float64) {
 	b.info.NoProcessList = true
 	v := bytesOf(value * (1 << 20))
 	switch name {
-	case exporter.DCGMFBTotal:
+	case metricname.DCGMFBTotal:
 		b.mem.Total, b.total = v, true
-	case exporter.DCGMFBUsed:
+	case metricname.DCGMFBUsed:
 		b.mem.Used = v
-	case exporter.DCGMFBFree:
+	case metricname.DCGMFBFree:
 		b.mem.Free = v
-	case exporter.DCGMFBReserved:
+	case metricname.DCGMFBReserved:
 		b.mem.Reserved, b.mem.HasReserved = v, true
-	case exporter.DCGMGPUUtil:
+	case metricname.DCGMGPUUtil:
 		b.mem.Util, b.mem.HasUtil = value, true
 	}
 }
@@ -1048,9 +1048,9 @@ func (b *building) setExtra(name string, value float64) {
 		return
 	}
 	switch name {
-	case exporter.DCGMGPUTemp:
+	case metricname.DCGMGPUTemp:
 		b.mem.TempC, b.mem.HasTemp = int(math.Round(value)), true
-	case exporter.DCGMPowerUsage:
+	case metricname.DCGMPowerUsage:
 		b.mem.PowerW, b.mem.HasPower = value, true
 	}
 }
@@ -1074,15 +1074,15 @@ func (b *building) identify(m Labels) {
 	for _, l := range m {
 		var f *string
 		switch l.Name {
-		case exporter.LabelModelName, exporter.LabelModelNameOwn:
+		case metricname.LabelModelName, metricname.LabelModelNameOwn:
 			f = &b.info.Name
-		case exporter.LabelUUID:
+		case metricname.LabelUUID:
 			f = &b.info.UUID
-		case exporter.LabelPCIBusID:
+		case metricname.LabelPCIBusID:
 			f = &b.info.PCIBusID
 		case labelInstance:
 			f = &b.instance
-		case exporter.LabelGPUProfile:
+		case metricname.LabelGPUProfile:
 			if b.info.MIG == nil {
 				continue
 			}
@@ -1132,12 +1132,12 @@ func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omi
 			continue
 		}
 		switch name := smp.Metric.Get(labelName); name {
-		case exporter.ProcessesUnlisted, exporter.MemoryUnlisted:
+		case metricname.ProcessesUnlisted, metricname.MemoryUnlisted:
 			if omitted == nil {
 				omitted = map[string]omittedProcs{}
 			}
 			o := omitted[b.info.ID]
-			if name == exporter.ProcessesUnlisted {
+			if name == metricname.ProcessesUnlisted {
 				o.n = int(math.Round(smp.Value))
 			} else {
 				o.bytes, o.known = bytesOf(smp.Value), true
@@ -1150,7 +1150,7 @@ func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omi
 			continue
 		}
 		user := smp.Metric.Get("user")
-		known := smp.Metric.Get(labelName) != exporter.ProcessUnknown
+		known := smp.Metric.Get(labelName) != metricname.ProcessUnknown
 		var used uint64
 		if known {
 			used = bytesOf(smp.Value)
@@ -1158,7 +1158,7 @@ func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omi
 		out = append(out, procData{dev: b.info.ID, p: sampler.ProcSample{
 			PID: uint32(pid), UsedBytes: used, HasUsed: known,
 			Type: smp.Metric.Get("type"), User: user, Command: smp.Metric.Get("command"),
-			Container: smp.Metric.Get(exporter.LabelContainerID),
+			Container: smp.Metric.Get(metricname.LabelContainerID),
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.
 			Visible: user != "",
@@ -1225,10 +1225,10 @@ func (s *Source) readHistory(points int, end time.Time) error {
 	var verr, derr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		vram, verr = s.client.QueryRange(ctx, "max_over_time("+exporter.MemoryUsed+"["+win+"])", start, end, step)
+		vram, verr = s.client.QueryRange(ctx, "max_over_time("+metricname.MemoryUsed+"["+win+"])", start, end, step)
 	})
 	wg.Go(func() {
-		dcgm, derr = s.client.QueryRange(ctx, "max_over_time("+exporter.DCGMFBUsed+"["+win+"]) * 1048576", start, end, step)
+		dcgm, derr = s.client.QueryRange(ctx, "max_over_time("+metricname.DCGMFBUsed+"["+win+"]) * 1048576", start, end, step)
 	})
 	wg.Wait()
 	if err := cmp.Or(verr, derr); err != nil {
@@ -1240,7 +1240,7 @@ func (s *Source) readHistory(points int, end time.Time) error {
 	bf := map[string]history{}
 	add := func(series []Series, skip func(string) bool) {
 		for _, ser := range series {
-			if ser.Metric.Get(exporter.LabelGPU) == "" {
+			if ser.Metric.Get(metricname.LabelGPU) == "" {
 				continue
 			}
 			id := keyOf(ser.Metric).id()

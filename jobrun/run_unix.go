@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/hostproc"
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
 	"golang.org/x/sys/unix"
@@ -184,7 +185,7 @@ func cmdline(procRoot string, pid int) string {
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(sampler.CommandLine(b))
+	return strings.TrimSpace(hostproc.CommandLine(b))
 }
 
 // endLeftovers sends SIGTERM to the job's group and to each leftover,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/hostproc"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -64,7 +65,7 @@ func benchSample(b *testing.B, per int, moving bool) {
 	}
 	root := b.TempDir()
 	writeFakeProc(b, root, pids)
-	s, err := newSource(h.srv, sampler.NewProcReader(root))
+	s, err := newSource(h.srv, hostproc.NewProcReader(root))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func benchSample(b *testing.B, per int, moving bool) {
 // utilization, temperature and power of 8 GPUs.
 func BenchmarkNVMLMemory8(b *testing.B) {
 	h := newMockHost(nil)
-	s, err := newSource(h.srv, sampler.NewProcReader(fixtureProc))
+	s, err := newSource(h.srv, hostproc.NewProcReader(fixtureProc))
 	if err != nil {
 		b.Fatal(err)
 	}

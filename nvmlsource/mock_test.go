@@ -11,7 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/hostproc"
 )
 
 // This file wires go-nvml's mock servers for the NVML source's tests and
@@ -233,7 +233,7 @@ func nvmlProcs(pidBytes ...uint64) []nvml.ProcessInfo {
 // open opens the NVML source over the host, with /proc from the fixtures.
 func (h *mockHost) open(t testing.TB) *nvmlSource {
 	t.Helper()
-	s, err := newSource(h.srv, sampler.NewProcReader(fixtureProc))
+	s, err := newSource(h.srv, hostproc.NewProcReader(fixtureProc))
 	if err != nil {
 		t.Fatalf("opening the NVML source on the mock: %v", err)
 	}
@@ -242,7 +242,7 @@ func (h *mockHost) open(t testing.TB) *nvmlSource {
 }
 
 // fixtureProc is the sampler's /proc fixture tree.
-const fixtureProc = "../sampler/testdata/proc"
+const fixtureProc = "../hostproc/testdata/proc"
 
 // fixtureBoot is the btime of the fixture's stat file.
 var fixtureBoot = time.Unix(1700000000, 0)

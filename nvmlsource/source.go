@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/vramtop/vramtop/hostproc"
 	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -59,13 +60,13 @@ const Supported = true
 // Open opens the NVML source over the system's libnvidia-ml.so.1. Where
 // the library cannot be loaded, the error wraps ErrNoDriver.
 func Open() (sampler.Source, error) {
-	return New(nvml.New(), sampler.NewProcReader(""))
+	return New(nvml.New(), hostproc.NewProcReader(""))
 }
 
 // New initializes lib and returns a Source over its devices, with
 // process details from proc (the host's /proc when nil). Tests pass one of
 // go-nvml's mock servers as lib.
-func New(lib nvml.Interface, proc *sampler.ProcReader) (sampler.Source, error) {
+func New(lib nvml.Interface, proc *hostproc.ProcReader) (sampler.Source, error) {
 	s, err := newSource(lib, proc)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func New(lib nvml.Interface, proc *sampler.ProcReader) (sampler.Source, error) {
 // goroutine calls it.
 type nvmlSource struct {
 	lib  nvml.Interface
-	proc *sampler.ProcReader
+	proc *hostproc.ProcReader
 	info sampler.SourceInfo
 	// gpus are the physical GPUs in index order; devs is the device list as
 	// of the last Info call (GPUs, each followed by its MIG instances).
@@ -217,9 +218,9 @@ func returnText(r nvml.Return) string {
 	return r.Error()
 }
 
-func newSource(lib nvml.Interface, proc *sampler.ProcReader) (*nvmlSource, error) {
+func newSource(lib nvml.Interface, proc *hostproc.ProcReader) (*nvmlSource, error) {
 	if proc == nil {
-		proc = sampler.NewProcReader("")
+		proc = hostproc.NewProcReader("")
 	}
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:

@@ -14,6 +14,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"github.com/vramtop/vramtop/hostproc"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -549,7 +550,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 
 func TestNVMLClose(t *testing.T) {
 	h := newMockHost(nil)
-	s, err := New(h.srv, sampler.NewProcReader(fixtureProc))
+	s, err := New(h.srv, hostproc.NewProcReader(fixtureProc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -915,7 +916,7 @@ func openWithFakeProc(t *testing.T, pid uint32) (*mockHost, *nvmlSource, string)
 	h.gpus[0].compute = nvmlProcs(uint64(pid), 10*nvmlGiB)
 	root := t.TempDir()
 	writeFakeProc(t, root, []uint32{pid})
-	s, err := newSource(h.srv, sampler.NewProcReader(root))
+	s, err := newSource(h.srv, hostproc.NewProcReader(root))
 	if err != nil {
 		t.Fatal(err)
 	}

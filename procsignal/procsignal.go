@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/hostproc"
 )
 
 // Target is a process as the user was shown it.
@@ -146,7 +146,7 @@ func (h *Handle) Close() error {
 // verify reads /proc/PID: the start time must equal the one shown (read the
 // way the sampler reads it) and the real UID the one shown.
 func (h *Handle) verify() error {
-	info := sampler.NewProcReader(h.o.ProcRoot).Lookup(h.t.PID)
+	info := hostproc.NewProcReader(h.o.ProcRoot).Lookup(h.t.PID)
 	switch {
 	case !info.Visible:
 		return fmt.Errorf("PID %d %w", h.t.PID, ErrExited)

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vramtop/vramtop/exporter"
 	"github.com/vramtop/vramtop/fleet"
+	"github.com/vramtop/vramtop/metricname"
 )
 
 // PromOptions say where and what AddPrometheus reads.
@@ -48,7 +48,7 @@ func StepFor(window time.Duration) time.Duration {
 }
 
 // The series read: those vramtop serve exports.
-var promQueries = []string{exporter.MemoryTotal, exporter.MemoryUsed, exporter.Utilization, exporter.ProcessMemory}
+var promQueries = []string{metricname.MemoryTotal, metricname.MemoryUsed, metricname.Utilization, metricname.ProcessMemory}
 
 // AddPrometheus reads the window of the series vramtop serve exports
 // (vramtop_gpu_memory_total_bytes, _used_bytes, vramtop_gpu_utilization_ratio
@@ -98,7 +98,7 @@ func AddPrometheus(ctx context.Context, a *Accounter, o PromOptions) error {
 	}
 	if !seen {
 		return fmt.Errorf("prometheus at %s has no %s series from %s to %s: is vramtop serve scraped?",
-			hostOf(c.URL()), exporter.MemoryTotal, o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+			hostOf(c.URL()), metricname.MemoryTotal, o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -130,7 +130,7 @@ func promError(u string, err error, timeout time.Duration) error {
 type promDev struct{ host, gpu, gi string }
 
 func devOf(m fleet.Labels) promDev {
-	return promDev{host: fleet.HostOf(m), gpu: m.Get(exporter.LabelGPU), gi: m.Get(exporter.LabelGPUInstID)}
+	return promDev{host: fleet.HostOf(m), gpu: m.Get(metricname.LabelGPU), gi: m.Get(metricname.LabelGPUInstID)}
 }
 
 func (d promDev) id() string {
@@ -190,12 +190,12 @@ func addChunk(a *Accounter, got [4][]fleet.Series, from, to time.Time, step time
 		m := s.Metric
 		job := ""
 		switch {
-		case m.Get(exporter.LabelHPCJob) != "":
-			job = "slurm " + m.Get(exporter.LabelHPCJob)
-		case m.Get(exporter.LabelPodUID) != "":
-			job = "pod " + cutBytes(m.Get(exporter.LabelPodUID), 8)
-		case m.Get(exporter.LabelContainerID) != "":
-			job = JobName(nil, m.Get(exporter.LabelContainerID))
+		case m.Get(metricname.LabelHPCJob) != "":
+			job = "slurm " + m.Get(metricname.LabelHPCJob)
+		case m.Get(metricname.LabelPodUID) != "":
+			job = "pod " + cutBytes(m.Get(metricname.LabelPodUID), 8)
+		case m.Get(metricname.LabelContainerID) != "":
+			job = JobName(nil, m.Get(metricname.LabelContainerID))
 		}
 		d := get(m)
 		d.procs = append(d.procs, procSeries{user: m.Get("user"), job: job, v: values(s)})

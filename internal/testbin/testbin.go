@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/hostproc"
 )
 
 // cgoFlags silences the deprecation warnings of the NVML headers.
@@ -115,7 +115,7 @@ func moduleRoot() (string, error) {
 // Sleeper starts a process that sleeps until signalled (killed when the test
 // ends) and returns it with what /proc says of it, which the test fails
 // without: visible, its start time and UID read.
-func Sleeper(t *testing.T) (*exec.Cmd, sampler.ProcInfo) {
+func Sleeper(t *testing.T) (*exec.Cmd, hostproc.ProcInfo) {
 	t.Helper()
 	c := exec.Command("sleep", "60")
 	if err := c.Start(); err != nil {
@@ -125,7 +125,7 @@ func Sleeper(t *testing.T) (*exec.Cmd, sampler.ProcInfo) {
 		c.Process.Kill()
 		c.Wait()
 	})
-	info := sampler.NewProcReader("").Lookup(uint32(c.Process.Pid))
+	info := hostproc.NewProcReader("").Lookup(uint32(c.Process.Pid))
 	if !info.Visible || info.StartTime.IsZero() || !info.HasUID {
 		t.Fatalf("the child's /proc entry: %+v", info)
 	}

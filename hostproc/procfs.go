@@ -1,4 +1,8 @@
-package sampler
+// Package hostproc reads what the host knows of a process: its user, command
+// line, start time, CPU and resident memory from /proc, and the Slurm job,
+// Kubernetes pod or container its cgroup names. The NVML source and the
+// signal sender read through it; the sampler sees only what a source fills in.
+package hostproc
 
 import (
 	"bytes"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/internal/inert"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // ProcInfo is what /proc tells about one process.
@@ -38,7 +43,7 @@ type ProcInfo struct {
 	// Job is the Slurm job, Kubernetes pod or container the process's
 	// cgroup names; nil when none. It is shared, never written after the
 	// first read.
-	Job *Job
+	Job *sampler.Job
 	// CPUPercent is the process's CPU use (100 = one core) between the
 	// previous sweep and this one; HasCPU is false on its first sweep.
 	CPUPercent float64
@@ -49,7 +54,7 @@ type ProcInfo struct {
 }
 
 // Fill copies what /proc tells into a process sample of a source.
-func (pi ProcInfo) Fill(p *ProcSample) {
+func (pi ProcInfo) Fill(p *sampler.ProcSample) {
 	p.Visible = pi.Visible
 	p.UID, p.HasUID, p.User = pi.UID, pi.HasUID, pi.User
 	p.Command, p.Container, p.StartTime, p.Job = pi.Command, pi.Container, pi.StartTime, pi.Job

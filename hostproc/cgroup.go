@@ -1,10 +1,11 @@
-package sampler
+package hostproc
 
 import (
 	"bytes"
 	"strings"
 
 	"github.com/vramtop/vramtop/internal/inert"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // cgroupJob reads a /proc/PID/cgroup file, cgroup v1 ("4:memory:/docker/<id>")
@@ -16,7 +17,7 @@ import (
 // Of a v1 file's hierarchies the first line naming a job wins; they all name
 // the same one where there is one. Whoever may create a cgroup directory
 // names it: the path is made inert before it is read.
-func cgroupJob(b []byte) *Job {
+func cgroupJob(b []byte) *sampler.Job {
 	for line := range bytes.Lines(b) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		// hierarchy-ID:controllers:path; the path may contain ':'.
@@ -36,8 +37,8 @@ func cgroupJob(b []byte) *Job {
 }
 
 // cgroupPathJob reads one cgroup path.
-func cgroupPathJob(path string) *Job {
-	var job Job
+func cgroupPathJob(path string) *sampler.Job {
+	var job sampler.Job
 	elems := strings.Split(strings.Trim(path, "/"), "/")
 	slurm, kube := false, false
 	for i, e := range elems {
@@ -59,7 +60,7 @@ func cgroupPathJob(path string) *Job {
 			job.ContainerID, job.Runtime = id, rt
 		}
 	}
-	if job == (Job{}) {
+	if job == (sampler.Job{}) {
 		return nil
 	}
 	if job.K8sPodUID != "" && job.K8sQOS == "" {
@@ -72,7 +73,7 @@ func cgroupPathJob(path string) *Job {
 // kubeElem reads one path element below kubepods: the QoS class
 // ("burstable", "kubepods-burstable.slice") or the pod
 // ("pod<uid>", "kubepods-burstable-pod<uid with _ for ->.slice").
-func kubeElem(job *Job, e string) {
+func kubeElem(job *sampler.Job, e string) {
 	e = strings.TrimSuffix(e, ".slice")
 	if rest, ok := strings.CutPrefix(e, "kubepods-"); ok {
 		e = rest
@@ -129,7 +130,7 @@ func containerElem(e string, parents []string) (id, runtime string, ok bool) {
 	return "", "", false
 }
 
-func shortContainerID(j *Job) string {
+func shortContainerID(j *sampler.Job) string {
 	if j == nil || len(j.ContainerID) < 12 {
 		return ""
 	}

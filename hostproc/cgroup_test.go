@@ -1,8 +1,10 @@
-package sampler
+package hostproc
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // TestCgroupJob reads the cgroup paths that Slurm, the kubelet (systemd and
@@ -16,44 +18,44 @@ func TestCgroupJob(t *testing.T) {
 	podSystemd := strings.ReplaceAll(pod, "-", "_")
 	tests := []struct {
 		name, cgroup string
-		want         *Job
+		want         *sampler.Job
 	}{
 		{"slurm v2 step", "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n",
-			&Job{SlurmJobID: "4242", SlurmStep: "0"}},
+			&sampler.Job{SlurmJobID: "4242", SlurmStep: "0"}},
 		{"slurm v1 batch step", "11:memory:/slurm/uid_1000/job_4242/step_batch\n10:cpuset:/slurm/uid_1000/job_4242/step_batch\n",
-			&Job{SlurmJobID: "4242", SlurmStep: "batch"}},
+			&sampler.Job{SlurmJobID: "4242", SlurmStep: "batch"}},
 		{"slurm v2 job without a step", "0::/system.slice/slurmstepd.scope/job_77\n",
-			&Job{SlurmJobID: "77"}},
+			&sampler.Job{SlurmJobID: "77"}},
 		{"slurm v1 several slurmds on a node", "4:devices:/slurm_node3/uid_1000/job_9/step_extern/task_0\n",
-			&Job{SlurmJobID: "9", SlurmStep: "extern"}},
+			&sampler.Job{SlurmJobID: "9", SlurmStep: "extern"}},
 		{"pod burstable systemd containerd",
 			"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podSystemd + ".slice/cri-containerd-" + id + ".scope\n",
-			&Job{K8sPodUID: pod, K8sQOS: "burstable", ContainerID: id, Runtime: "containerd"}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "burstable", ContainerID: id, Runtime: "containerd"}},
 		{"pod besteffort systemd cri-o",
 			"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podSystemd + ".slice/crio-" + id + ".scope\n",
-			&Job{K8sPodUID: pod, K8sQOS: "besteffort", ContainerID: id, Runtime: "crio"}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "besteffort", ContainerID: id, Runtime: "crio"}},
 		{"pod guaranteed systemd",
 			"0::/kubepods.slice/kubepods-pod" + podSystemd + ".slice/cri-containerd-" + id + ".scope\n",
-			&Job{K8sPodUID: pod, K8sQOS: "guaranteed", ContainerID: id, Runtime: "containerd"}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "guaranteed", ContainerID: id, Runtime: "containerd"}},
 		{"pod burstable cgroupfs v1",
 			"12:memory:/kubepods/burstable/pod" + pod + "/" + id + "\n1:name=systemd:/kubepods/burstable/pod" + pod + "/" + id + "\n",
-			&Job{K8sPodUID: pod, K8sQOS: "burstable", ContainerID: id}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "burstable", ContainerID: id}},
 		{"pod besteffort cgroupfs v2", "0::/kubepods/besteffort/pod" + pod + "/" + id + "\n",
-			&Job{K8sPodUID: pod, K8sQOS: "besteffort", ContainerID: id}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "besteffort", ContainerID: id}},
 		{"pod guaranteed cgroupfs", "0::/kubepods/pod" + pod + "/" + id + "\n",
-			&Job{K8sPodUID: pod, K8sQOS: "guaranteed", ContainerID: id}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "guaranteed", ContainerID: id}},
 		{"pod's own cgroup, no container yet", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podSystemd + ".slice\n",
-			&Job{K8sPodUID: pod, K8sQOS: "burstable"}},
-		{"docker v2", "0::/system.slice/docker-" + id + ".scope\n", &Job{ContainerID: id, Runtime: "docker"}},
-		{"docker v1", "12:memory:/docker/" + id + "\n", &Job{ContainerID: id, Runtime: "docker"}},
+			&sampler.Job{K8sPodUID: pod, K8sQOS: "burstable"}},
+		{"docker v2", "0::/system.slice/docker-" + id + ".scope\n", &sampler.Job{ContainerID: id, Runtime: "docker"}},
+		{"docker v1", "12:memory:/docker/" + id + "\n", &sampler.Job{ContainerID: id, Runtime: "docker"}},
 		{"podman rootless", "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope/container\n",
-			&Job{ContainerID: id, Runtime: "podman"}},
-		{"podman v1", "3:cpu:/machine.slice/libpod-" + id + ".scope\n", &Job{ContainerID: id, Runtime: "podman"}},
-		{"containerd (nerdctl) v2", "0::/system.slice/nerdctl-" + id + ".scope\n", &Job{ContainerID: id, Runtime: "containerd"}},
-		{"containerd outside kubernetes", "0::/system.slice/cri-containerd-" + id + ".scope\n", &Job{ContainerID: id, Runtime: "containerd"}},
-		{"cri-o v2", "0::/system.slice/crio-" + id + ".scope\n", &Job{ContainerID: id, Runtime: "crio"}},
+			&sampler.Job{ContainerID: id, Runtime: "podman"}},
+		{"podman v1", "3:cpu:/machine.slice/libpod-" + id + ".scope\n", &sampler.Job{ContainerID: id, Runtime: "podman"}},
+		{"containerd (nerdctl) v2", "0::/system.slice/nerdctl-" + id + ".scope\n", &sampler.Job{ContainerID: id, Runtime: "containerd"}},
+		{"containerd outside kubernetes", "0::/system.slice/cri-containerd-" + id + ".scope\n", &sampler.Job{ContainerID: id, Runtime: "containerd"}},
+		{"cri-o v2", "0::/system.slice/crio-" + id + ".scope\n", &sampler.Job{ContainerID: id, Runtime: "crio"}},
 		{"a container in a slurm job", "0::/system.slice/slurmstepd.scope/job_5/step_0/user/task_0/docker-" + id + ".scope\n",
-			&Job{SlurmJobID: "5", SlurmStep: "0", ContainerID: id, Runtime: "docker"}},
+			&sampler.Job{SlurmJobID: "5", SlurmStep: "0", ContainerID: id, Runtime: "docker"}},
 		{"podman's conmon is no container", "0::/machine.slice/libpod-conmon-" + id + ".scope\n", nil},
 		{"login session", "0::/user.slice/user-1000.slice/session-3.scope\n", nil},
 		{"a job_ outside slurm", "0::/system.slice/job_12.service\n", nil},
@@ -90,26 +92,6 @@ func TestContainerID(t *testing.T) {
 	for _, tt := range tests {
 		if got := containerID([]byte(tt.cgroup)); got != tt.want {
 			t.Errorf("%s: containerID(%q) = %q, want %q", tt.name, tt.cgroup, got, tt.want)
-		}
-	}
-}
-
-func TestJobName(t *testing.T) {
-	tests := []struct {
-		job  *Job
-		want string
-	}{
-		{nil, ""},
-		{&Job{}, ""},
-		{&Job{SlurmJobID: "4242", SlurmStep: "0"}, "slurm 4242.0"},
-		{&Job{SlurmJobID: "4242", ContainerID: "ab"}, "slurm 4242"},
-		{&Job{K8sPodUID: "1a2b3c4d-5e6f", K8sQOS: "burstable"}, "pod 1a2b3c4d"},
-		{&Job{ContainerID: strings.Repeat("9b1e4a7c", 8), Runtime: "docker"}, "docker 9b1e4a7c9b1e"},
-		{&Job{ContainerID: "abc"}, "container abc"},
-	}
-	for _, tt := range tests {
-		if got := tt.job.Name(); got != tt.want {
-			t.Errorf("%+v: Name() = %q, want %q", tt.job, got, tt.want)
 		}
 	}
 }
