@@ -40,6 +40,9 @@ func hasDep(deps []string, prefix string) bool {
 	return false
 }
 
+// uiPartUses are the other parts a part of the live view draws with.
+var uiPartUses = map[string][]string{}
+
 // Only the NVML source links go-nvml, so explain, replay, fleet and the demo
 // build for machines without NVML or a C compiler; the advisor knows nothing
 // of the terminal.
@@ -82,6 +85,37 @@ func TestLayering(t *testing.T) {
 	}
 	if !hasDep(deps[mod+"/nvmlsource"], mod+"/hostproc") || !hasDep(deps[mod+"/fleet"], mod+"/metricname") {
 		t.Errorf("nvmlsource does not read /proc through hostproc, or fleet not the names through metricname: the check above would pass on anything")
+	}
+	// The live view is layered: ui/common (the contract, the Context) at
+	// the bottom, ui/draw over it, the parts over both, each in its
+	// package and none importing another but as listed, and the root
+	// (ui) over them all.
+	uiParts := 0
+	for pkg, d := range deps {
+		name, ok := strings.CutPrefix(pkg, mod+"/ui/")
+		if !ok {
+			continue
+		}
+		allowed := map[string]bool{mod + "/ui/common": true, mod + "/ui/draw": true}
+		switch name {
+		case "common":
+			allowed = map[string]bool{}
+		case "draw":
+			allowed = map[string]bool{mod + "/ui/common": true}
+		default:
+			uiParts++
+			for _, also := range uiPartUses[name] {
+				allowed[mod+"/ui/"+also] = true
+			}
+		}
+		for _, dep := range d {
+			if (dep == mod+"/ui" || strings.HasPrefix(dep, mod+"/ui/")) && !allowed[dep] {
+				t.Errorf("%s depends on %s: a part of the live view depends only on ui/common, ui/draw and the parts listed in uiPartUses", pkg, dep)
+			}
+		}
+	}
+	if uiParts < 5 || !hasDep(deps[mod+"/ui"], mod+"/ui/common") {
+		t.Errorf("%d parts of the live view in packages of their own, or the root does not use ui/common: the check above would pass on anything", uiParts)
 	}
 	// Without cgo the command itself links no go-nvml either.
 	nocgo := packageDeps(t, "CGO_ENABLED=0")

@@ -40,7 +40,7 @@ func TestFunctionKeys(t *testing.T) {
 	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(m, "f9")
 	s := screenText(m)
-	if !m.prompt.Active() || m.prompt.p.sig != syscall.SIGTERM || !strings.Contains(s, "send SIGTERM to PID") ||
+	if !m.prompt.Active() || promptPeek(m).Signal != syscall.SIGTERM || !strings.Contains(s, "send SIGTERM to PID") ||
 		!strings.Contains(s, "9 KILL") || strings.Index(s, "15 TERM") > strings.Index(s, "9 KILL") {
 		t.Fatalf("F9 should offer the signals, SIGTERM first and chosen, SIGKILL among them:\n%s", s)
 	}

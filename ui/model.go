@@ -16,10 +16,13 @@ import (
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/alerts"
+	"github.com/vramtop/vramtop/ui/banner"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/footer"
 	top "github.com/vramtop/vramtop/ui/header" // the top line; header is the process table's
 	"github.com/vramtop/vramtop/ui/help"
+	"github.com/vramtop/vramtop/ui/prompt"
 )
 
 // Messages of the live view.
@@ -114,15 +117,15 @@ type Model struct {
 	host       string // the open host of a fleet; "" shows the host list
 	spanIdx    int
 
-	header *top.Bar
-	banner bannerBar
-	footer footerBar
+	header common.Component
+	banner common.Component
+	footer common.Component
 	gpus   gpuPane
 	procs  procPane
 	hosts  hostList
 	detail detailView
-	alertv *alerts.Screen
-	prompt killPrompt
+	alertv common.Component
+	prompt promptPart
 
 	observe    observeFunc
 	newMonitor func() observeFunc
@@ -138,10 +141,19 @@ type Model struct {
 	notify        *notifier // desktop notifications (--notify); nil without
 
 	euid         int
-	status       string
-	statusErr    bool
 	replayStatus string
 }
+
+// The parts as the root holds them: the contract, and what the root asks
+// of a part beyond it.
+type (
+	// promptPart is the question before a signal (ui/prompt).
+	promptPart interface {
+		common.Component
+		// Active reports whether it waits for an answer: it takes every key.
+		Active() bool
+	}
+)
 
 // New returns the live view's model reading snaps.
 func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
@@ -163,6 +175,8 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	m.ctx.Title = m.title()
 	m.alertv = alerts.New(m.ctx)
 	m.header = top.New(m.ctx)
+	m.banner = banner.New(m.ctx)
+	m.footer = footer.New(m.ctx)
 	// The screens over everything else, opened by their key.
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = newProcPane(&m.out)
@@ -172,7 +186,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		m.gpus.notify = m.notify
 	}
 	m.procs.SetUser(opts.User)
-	m.prompt = newKillPrompt(&m.out, opts.Now)
+	m.prompt = prompt.New(m.ctx, &m.out, opts.Now, prompt.OpenProcess)
 	// One monitor gives both the alerts and the advice, so they agree (the
 	// same hysteresis) and advice can use what only time shows (idle holders).
 	m.newMonitor = func() observeFunc {
@@ -195,10 +209,8 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 
 func (m *Model) setStyles(st common.Styles) {
 	m.ctx.Styles = st
-	m.banner.st, m.footer.st = st, st
 	m.gpus = gpuPaneWith(m.gpus, st, m.ctx.Keys, m.opts.Thresholds)
 	m.procs.setStyles(st, m.ctx.Keys)
-	m.prompt.st, m.prompt.keys = st, m.ctx.Keys
 	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.ctx.Keys, m.opts.Thresholds
 	m.detail.st, m.detail.th, m.detail.keys = st, m.opts.Thresholds, m.ctx.Keys
 	if m.detail.span == 0 {
@@ -266,7 +278,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		cmd = m.tickStale()
-	case promptExpired:
+	case prompt.Expired:
 		cmd = m.prompt.Update(msg)
 	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
@@ -316,7 +328,7 @@ func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 			}
 		}
 	default:
-		m.status = ""
+		m.footer.Update(common.StatusLine{})
 		if m.procs.Click(c.X, y-m.gpuH) {
 			m.focus = paneProcs
 		}
@@ -335,13 +347,13 @@ func (m *Model) handleRequests() tea.Cmd {
 		for _, r := range reqs {
 			switch r := r.(type) {
 			case common.StatusLine:
-				m.status, m.statusErr = r.Text, r.Err
+				m.footer.Update(r)
 			case common.OpenDetail:
 				m.openDetail(advisor.Target{DeviceID: r.Dev, PID: r.PID}, r.Start)
-			case killRequest:
-				cmds = append(cmds, m.prompt.Ask(r.row, killContext{
-					replay: m.opts.Replay != nil, fleet: m.fleet, host: m.host, demo: m.snap.Demo, euid: m.euid,
-				}, r.list))
+			case common.Signal:
+				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
+					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.snap.Demo, EUID: m.euid,
+				}}))
 			}
 		}
 	}
@@ -440,8 +452,10 @@ func (m *Model) show(s sampler.Snapshot) {
 	}
 	m.gpus.SetSnapshot(m.view)
 	m.procs.SetSnapshot(m.view)
-	m.prompt.Seen(m.view)
-	m.alertv.SetAlerts(m.alerts, m.snap)
+	shown := common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: m.alerts, Sev: sev}
+	for _, p := range []common.Component{m.prompt, m.alertv, m.header, m.banner} {
+		p.Update(shown)
+	}
 	m.refreshDetail()
 }
 
@@ -485,7 +499,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			return m.alertv.Update(k)
 		}
 	}
-	m.status = ""
+	m.footer.Update(common.StatusLine{})
 	switch {
 	case m.screenOf(k) >= 0:
 		m.open = m.screenOf(k)
@@ -633,7 +647,7 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		for _, r := range procRows(m.view, m.procs.User(), nil) {
 			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
-				m.out.Post(killRequest{row: r, list: key.Matches(k, m.ctx.Keys.Signal)})
+				m.out.Post(common.Signal{Dev: r.dev, Proc: r.proc, Process: true, List: key.Matches(k, m.ctx.Keys.Signal)})
 				return nil
 			}
 		}
@@ -712,48 +726,46 @@ func (m *Model) fillChrome() {
 		title += " " + m.opts.Version
 	}
 	hs := top.State{
-		Title: title, Snap: m.snap, Have: m.have, Fleet: m.fleet, Hosts: len(m.hosts.hosts), Host: m.host,
-		Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
+		Title: title, Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
 		Paused: m.paused, Stale: m.stale, Arrived: m.arrived, Now: m.opts.Now(), Ended: m.ended,
 	}
 	if m.opts.Replay == nil {
 		hs.Interval = m.interval
 	}
-	m.header.Set(hs)
+	m.header.Update(hs)
 	m.header.SetSize(m.width, 1)
-	m.banner.alerts, m.banner.snap = m.alerts, m.snap
 	m.banner.SetSize(m.width, m.height)
 	m.prompt.SetSize(m.width, 1)
 
-	f := &m.footer
-	f.SetSize(m.width, 1)
-	f.input, f.prompt, f.status, f.statusErr, f.state = "", m.prompt.View(), m.status, m.statusErr, nil
-	if f.prompt == "" {
-		f.prompt = m.procs.PickerView()
+	f := footer.State{Prompt: m.prompt.View()}
+	if f.Prompt == "" {
+		f.Prompt = m.procs.PickerView()
 	}
 	if m.procs.input.Focused() {
-		f.input = m.procs.FilterView()
+		f.Input = m.procs.FilterView()
 	}
 	hostList := m.fleet && m.host == ""
 	if m.screen == screenMain && !hostList && !m.showAlerts {
-		f.state = m.procs.State()
+		f.State = m.procs.State()
 	}
-	f.hints = []key.Binding{m.ctx.Keys.Help, m.ctx.Keys.Quit}
+	f.Hints = []key.Binding{m.ctx.Keys.Help, m.ctx.Keys.Quit}
 	switch {
 	case m.showAlerts:
-		f.hints = append(f.hints, m.ctx.Keys.Alerts, m.ctx.Keys.Up, m.ctx.Keys.Down)
+		f.Hints = append(f.Hints, m.ctx.Keys.Alerts, m.ctx.Keys.Up, m.ctx.Keys.Down)
 	case m.screen == screenDetail:
-		f.hints = append(f.hints, m.ctx.Keys.Back, m.ctx.Keys.Span, m.ctx.Keys.Kill)
+		f.Hints = append(f.Hints, m.ctx.Keys.Back, m.ctx.Keys.Span, m.ctx.Keys.Kill)
 	case hostList:
-		f.hints = append(f.hints, m.ctx.Keys.Enter)
+		f.Hints = append(f.Hints, m.ctx.Keys.Enter)
 	default:
-		f.hints = append(f.hints, m.ctx.Keys.Tab, m.ctx.Keys.Enter, m.ctx.Keys.Alerts)
-		f.hints = append(f.hints, m.procs.Bindings()...)
-		f.hints = append(f.hints, m.ctx.Keys.Pause)
+		f.Hints = append(f.Hints, m.ctx.Keys.Tab, m.ctx.Keys.Enter, m.ctx.Keys.Alerts)
+		f.Hints = append(f.Hints, m.procs.Bindings()...)
+		f.Hints = append(f.Hints, m.ctx.Keys.Pause)
 	}
 	if m.opts.Replay != nil {
-		f.hints = append(f.hints, m.ctx.Keys.Play, m.ctx.Keys.StepFwd, m.ctx.Keys.Speed)
+		f.Hints = append(f.Hints, m.ctx.Keys.Play, m.ctx.Keys.StepFwd, m.ctx.Keys.Speed)
 	}
+	m.footer.Update(f)
+	m.footer.SetSize(m.width, 1)
 }
 
 // View renders the screen.

@@ -23,6 +23,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/prompt"
 )
 
 // newTestModel is a model with a fixed clock, no advisor (unless a test
@@ -40,11 +41,32 @@ func newTestModel(opts Options) (*Model, *[]string) {
 	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return nil }
 	m.euid = int(testUIDs[testUser])
 	var killed []string
-	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		return &fakeHandle{t: t, log: &killed}, nil
-	}
+	})
 	m.setStyles(common.NewStyles(true, true))
 	return m, &killed
+}
+
+// setOpener gives m a prompt that holds a process through open.
+func setOpener(m *Model, open prompt.OpenFunc) {
+	m.prompt = prompt.New(m.ctx, &m.out, m.opts.Now, open)
+}
+
+// promptPeek is what m's prompt offers.
+func promptPeek(m *Model) prompt.Peek { return m.prompt.(*prompt.Prompt).Peek() }
+
+// sigName names the signals the prompt sends.
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return "SIGTERM"
 }
 
 // fakeHandle records the signals it is asked to send.
@@ -609,7 +631,7 @@ func TestKillOwnProcess(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
 	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(m, "K")
-	if !m.prompt.Active() || m.prompt.p.sig != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
+	if !m.prompt.Active() || promptPeek(m).Signal != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
 		t.Fatal("K should ask to send SIGTERM")
 	}
 	keys(m, "n")
@@ -625,7 +647,7 @@ func TestKillOwnProcess(t *testing.T) {
 		t.Error("the result is not shown")
 	}
 	keys(m, "K")
-	if !m.prompt.Active() || m.prompt.p.sig != syscall.SIGKILL {
+	if !m.prompt.Active() || promptPeek(m).Signal != syscall.SIGKILL {
 		t.Fatal("a second K should offer SIGKILL")
 	}
 	keys(m, "y")
@@ -649,9 +671,9 @@ func TestKillRefusedAndFailures(t *testing.T) {
 	// root may signal others.
 	m.euid = 0
 	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
-	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		return &fakeHandle{t: t, log: killed, err: errors.New("operation not permitted")}, nil
-	}
+	})
 	keys(m, "K", "y")
 	if !strings.Contains(screenText(m), "not sent: operation not permitted") {
 		t.Errorf("the failure is not shown:\n%s", screenText(m))
@@ -1296,24 +1318,24 @@ func TestKillPromptExpires(t *testing.T) {
 	now := fixedStart
 	m, killed := newTestModel(Options{Now: func() time.Time { return now }})
 	var handles []*fakeHandle
-	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		h := &fakeHandle{t: t, log: killed}
 		handles = append(handles, h)
 		return h, nil
-	}
+	})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
 	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	cmd := keys(m, "K")
 	if !m.prompt.Active() || cmd == nil {
 		t.Fatal("K should open the prompt and schedule its end")
 	}
-	send(m, promptExpired{gen: m.prompt.gen})
+	send(m, prompt.Expired{Gen: promptPeek(m).Gen})
 	if m.prompt.Active() || !strings.Contains(screenText(m), "expired") || !handles[0].closed {
 		t.Errorf("the prompt should expire, say so and let the process go:\n%s", screenText(m))
 	}
 	// An answer that comes after the time is up sends nothing either.
 	keys(m, "K")
-	now = now.Add(promptTTL + time.Second)
+	now = now.Add(prompt.TTL + time.Second)
 	keys(m, "y")
 	if len(*killed) != 0 || !strings.Contains(screenText(m), "expired") {
 		t.Errorf("a late y sent %v", *killed)
@@ -1349,9 +1371,9 @@ func TestKillPromptExpires(t *testing.T) {
 // status line, and no prompt opens.
 func TestKillRefusedByTheCheck(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
-	m.prompt.open = func(t procsignal.Target) (signalHandle, error) {
+	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		return nil, fmt.Errorf("PID %d %w: it started at 09:12:01.00, the one shown at 08:01:00.00 (the PID was reused)", t.PID, procsignal.ErrChanged)
-	}
+	})
 	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
 	keys(m, "K")
 	if m.prompt.Active() || !strings.Contains(screenText(m), fmt.Sprintf("nothing sent: PID %d is no longer the process shown", r.proc.PID)) {

@@ -740,7 +740,7 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 		p.refresh()
 	case key.Matches(k, p.keys.Kill, p.keys.Signal):
 		if r, ok := p.Selected(); ok && p.focused {
-			p.out.Post(killRequest{row: r, list: key.Matches(k, p.keys.Signal)})
+			p.out.Post(common.Signal{Dev: r.dev, Proc: r.proc, Process: r.kind == rowProc, List: key.Matches(k, p.keys.Signal)})
 		} else {
 			p.out.Status(true, "select a process first (tab to the process list)")
 		}

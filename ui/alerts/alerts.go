@@ -41,8 +41,8 @@ func alertKey(x advisor.Alert) string {
 	return fmt.Sprintf("%s|%s|%d", x.Rule, x.DeviceID, x.PID)
 }
 
-// SetAlerts sets the alerts in force at snap.
-func (a *Screen) SetAlerts(alerts []advisor.Alert, snap sampler.Snapshot) {
+// setAlerts sets the alerts in force at snap.
+func (a *Screen) setAlerts(alerts []advisor.Alert, snap sampler.Snapshot) {
 	a.alerts, a.snap = alerts, snap
 	seen := make(map[string]time.Time, len(alerts))
 	for _, x := range alerts {
@@ -69,10 +69,13 @@ func (a *Screen) Bindings() []key.Binding {
 	return []key.Binding{a.ctx.Keys.Up, a.ctx.Keys.Down, a.ctx.Keys.PageUp, a.ctx.Keys.PageDown, a.ctx.Keys.Alerts, a.ctx.Keys.Back}
 }
 
-// Update scrolls; opened, it shows the first alert; restyled, it lays its
-// content out again.
+// Update takes the alerts in force (common.Shown) and scrolls; opened, it
+// shows the first alert; restyled, it lays its content out again.
 func (a *Screen) Update(msg tea.Msg) tea.Cmd {
-	switch msg.(type) {
+	switch msg := msg.(type) {
+	case common.Shown:
+		a.setAlerts(msg.Alerts, msg.All)
+		return nil
 	case common.Opened:
 		a.pg.Top()
 		return nil

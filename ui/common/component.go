@@ -6,11 +6,13 @@ package common
 
 import (
 	"fmt"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // Component is one part of the screen. The root model routes keys to the
@@ -37,11 +39,22 @@ type (
 		PID   uint32
 		Start int64
 	}
-	// StatusLine sets the footer's status line.
+	// StatusLine sets the footer's status line ("" clears it).
 	StatusLine struct {
 		Text string
 		Err  bool
 	}
+	// Signal asks to signal a process (K: SIGTERM, then SIGKILL; F9: a
+	// signal chosen from a list). Process is false for a row that is no
+	// process (a device's unattributed memory, a user's total).
+	Signal struct {
+		Dev     string
+		Proc    sampler.Process
+		Process bool
+		List    bool
+	}
+	// OpenHost opens a host of a fleet.
+	OpenHost struct{ Name string }
 )
 
 // Outbox carries requests from the components to the root model, which
@@ -63,19 +76,37 @@ func (o *Outbox) Take() []tea.Msg {
 
 // Context is what every part shares, passed by pointer: the styles (built
 // again once the terminal's background is known), the keys (the root
-// enables or disables some by what is shown), the thresholds and the
-// view's title.
+// enables or disables some by what is shown), the thresholds, the view's
+// title and whose processes are "mine".
 type Context struct {
 	Styles Styles
 	Keys   KeyMap
 	Th     advisor.Thresholds
 	Title  string
+	User   string
 }
 
 // Messages the root sends to a part.
 type (
 	// Opened says the part's screen has just been opened.
 	Opened struct{}
+	// Closed says the part's screen has just been closed.
+	Closed struct{}
 	// Restyled says the styles or keys of the Context changed.
 	Restyled struct{}
+	// Shown is what the screen shows, sent to every part each time it
+	// changes: the one way snapshots reach the parts.
+	Shown struct {
+		Snap   sampler.Snapshot // shown: a fleet's reduced to the open host's devices
+		All    sampler.Snapshot // the whole snapshot, every host of a fleet
+		Host   string           // the open host of a fleet; "" for none
+		Alerts []advisor.Alert  // in force at All
+		// Sev is the advisor's severity of each device, from Alerts
+		// (advisor.DeviceSeverities): rows, bars and banner agree.
+		Sev map[string]advisor.DeviceState
+	}
+	// Focus says whether the part has the keyboard.
+	Focus bool
+	// Span is the span of the graphs (z).
+	Span time.Duration
 )

@@ -159,6 +159,16 @@ func ProcDeviceLabel(d sampler.Device, withHost bool) string {
 	return DeviceLabel(d)
 }
 
+// IsFleet reports whether the snapshot holds devices of named hosts.
+func IsFleet(snap sampler.Snapshot) bool {
+	for _, d := range snap.Devices {
+		if d.Hostname != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // SeveralHosts reports whether the snapshot holds devices of more than one
 // host.
 func SeveralHosts(snap sampler.Snapshot) bool {

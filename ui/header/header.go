@@ -17,14 +17,10 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// State is what the header says.
+// State is what the header says of the root's state; the snapshot comes
+// with common.Shown.
 type State struct {
-	Title        string // "vramtop test", "vramtop fleet"
-	Snap         sampler.Snapshot
-	Have         bool
-	Fleet        bool
-	Hosts        int
-	Host         string
+	Title        string        // "vramtop test", "vramtop fleet"
 	Interval     time.Duration // 0 hides it (a replay)
 	Replay       bool
 	ReplayStatus string
@@ -40,15 +36,36 @@ type Bar struct {
 	ctx   *common.Context
 	width int
 	s     State
+	// From the snapshot shown: the whole one, whether one came, whether
+	// it is a fleet's, of how many hosts, and the host open.
+	snap  sampler.Snapshot
+	have  bool
+	fleet bool
+	hosts int
+	host  string
 }
 
 // New returns the header, saying nothing yet.
 func New(ctx *common.Context) *Bar { return &Bar{ctx: ctx} }
 
-// Set sets what the header says.
-func (h *Bar) Set(s State) { h.s = s }
+// Update takes what the header says: the root's State and the snapshot
+// shown.
+func (h *Bar) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case State:
+		h.s = msg
+	case common.Shown:
+		h.snap, h.have, h.host = msg.All, true, msg.Host
+		h.fleet = draw.IsFleet(msg.All)
+		names := map[string]bool{}
+		for _, d := range msg.All.Devices {
+			names[d.Hostname] = true
+		}
+		h.hosts = len(names)
+	}
+	return nil
+}
 
-func (h *Bar) Update(tea.Msg) tea.Cmd  { return nil }
 func (h *Bar) SetSize(w, _ int)        { h.width = w }
 func (h *Bar) Bindings() []key.Binding { return nil }
 
@@ -57,16 +74,16 @@ func (h *Bar) Bindings() []key.Binding { return nil }
 // first (driver, interval, host); the badges and the time stay.
 func (h *Bar) View() string {
 	st, hs, width := h.ctx.Styles, h.s, h.width
-	s := hs.Snap
+	s := h.snap
 	type part struct {
 		text string
 		keep int // higher stays longer
 	}
 	parts := []part{{st.Title.Render(hs.Title), 9}}
-	if hs.Fleet {
-		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", hs.Hosts), 5})
-		if hs.Host != "" {
-			parts = append(parts, part{"host " + st.Accent.Render(hs.Host), 7})
+	if h.fleet {
+		parts = append(parts, part{fmt.Sprintf("fleet of %d hosts", h.hosts), 5})
+		if h.host != "" {
+			parts = append(parts, part{"host " + st.Accent.Render(h.host), 7})
 		}
 	} else if s.Hostname != "" {
 		parts = append(parts, part{s.Hostname, 6})
@@ -81,7 +98,7 @@ func (h *Bar) View() string {
 	if hs.Interval > 0 {
 		parts = append(parts, part{"every " + hs.Interval.String(), 4})
 	}
-	if hs.Have {
+	if h.have {
 		parts = append(parts, part{s.Time.Format("15:04:05"), 8})
 	}
 	var badges []string

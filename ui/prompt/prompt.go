@@ -1,4 +1,7 @@
-package ui
+// Package prompt is the live view's question before a signal: it holds the
+// process shown from the question on (procsignal), and sends SIGTERM, then
+// SIGKILL on a second K, or a signal chosen from a list, after y.
+package prompt
 
 import (
 	"errors"
@@ -19,19 +22,20 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// promptTTL is how long a kill prompt waits for its answer.
-const promptTTL = 10 * time.Second
+// TTL is how long a kill prompt waits for its answer.
+const TTL = 10 * time.Second
 
-// signalHandle is a process held for signalling (procsignal.Handle).
-type signalHandle interface {
+// Handle is a process held for signalling (procsignal.Handle).
+type Handle interface {
 	Signal(sig syscall.Signal) error
 	Close() error
 }
 
-// openFunc holds the process shown for signalling, or says why it cannot.
-type openFunc func(procsignal.Target) (signalHandle, error)
+// OpenFunc holds the process shown for signalling, or says why it cannot.
+type OpenFunc func(procsignal.Target) (Handle, error)
 
-func openProcess(t procsignal.Target) (signalHandle, error) {
+// OpenProcess holds the process through procsignal.
+func OpenProcess(t procsignal.Target) (Handle, error) {
 	h, err := procsignal.Opener{}.Open(t)
 	if err != nil {
 		return nil, err
@@ -39,17 +43,23 @@ func openProcess(t procsignal.Target) (signalHandle, error) {
 	return h, nil
 }
 
-// promptExpired ends the prompt gen after promptTTL.
-type promptExpired struct{ gen uint64 }
+// Expired ends the prompt Gen after TTL.
+type Expired struct{ Gen uint64 }
 
-// killContext is what the root knows that decides whether a process may be
+// Context is what the root knows that decides whether a process may be
 // signalled from here.
-type killContext struct {
-	replay bool   // the snapshots come from a recording
-	fleet  bool   // the process runs on another host
-	host   string // that host
-	demo   bool   // the demo's processes are not real
-	euid   int    // the caller's effective UID (0: root)
+type Context struct {
+	Replay bool   // the snapshots come from a recording
+	Fleet  bool   // the process runs on another host
+	Host   string // that host
+	Demo   bool   // the demo's processes are not real
+	EUID   int    // the caller's effective UID (0: root)
+}
+
+// Ask asks the prompt to open for a request (common.Signal), in a context.
+type Ask struct {
+	Req common.Signal
+	Ctx Context
 }
 
 // pendingKill is the open prompt: the process is held from the prompt on,
@@ -60,7 +70,7 @@ type pendingKill struct {
 	sig   syscall.Signal
 	what  string
 	demo  bool // nothing is sent
-	h     signalHandle
+	h     Handle
 	until time.Time
 	gen   uint64
 	// list: the signal is chosen from signalList (F9), sig is the choice.
@@ -71,13 +81,12 @@ type pendingKill struct {
 // process to end), SIGKILL (cannot be caught) offered beside it.
 var signalList = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGKILL}
 
-// killPrompt asks to confirm a signal to the selected process: SIGTERM,
+// Prompt asks to confirm a signal to the selected process: SIGTERM,
 // then SIGKILL on a second K.
-type killPrompt struct {
-	st       common.Styles
-	keys     common.KeyMap
+type Prompt struct {
+	ctx      *common.Context
 	out      *common.Outbox
-	open     openFunc
+	open     OpenFunc
 	now      func() time.Time
 	termSent map[sampler.ProcessKey]bool
 	p        *pendingKill
@@ -85,31 +94,49 @@ type killPrompt struct {
 	width    int
 }
 
-func newKillPrompt(out *common.Outbox, now func() time.Time) killPrompt {
-	return killPrompt{out: out, open: openProcess, now: now, termSent: map[sampler.ProcessKey]bool{}}
+// New returns the prompt, closed; open holds a process for signalling
+// (OpenProcess), now is the clock its time limit is read on.
+func New(ctx *common.Context, out *common.Outbox, now func() time.Time, open OpenFunc) *Prompt {
+	return &Prompt{ctx: ctx, out: out, open: open, now: now, termSent: map[sampler.ProcessKey]bool{}}
 }
 
 // Active reports whether the prompt waits for an answer.
-func (k *killPrompt) Active() bool { return k.p != nil }
+func (k *Prompt) Active() bool { return k.p != nil }
 
-func (k *killPrompt) SetSize(w, _ int) { k.width = w }
+// Peek is what the prompt offers: the signal y sends and the generation
+// whose Expired closes it.
+type Peek struct {
+	Signal syscall.Signal
+	Gen    uint64
+}
 
-func (k *killPrompt) Bindings() []key.Binding { return []key.Binding{k.keys.Yes, k.keys.No} }
+// Peek says what the prompt offers; the zero Peek when it is closed.
+func (k *Prompt) Peek() Peek {
+	if k.p == nil {
+		return Peek{}
+	}
+	return Peek{Signal: k.p.sig, Gen: k.p.gen}
+}
 
-// Ask checks that the row's process may be signalled from here and, if so,
-// holds it and opens the prompt; the returned command expires it.
-func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
-	if r.kind != rowProc {
+func (k *Prompt) SetSize(w, _ int) { k.width = w }
+
+func (k *Prompt) Bindings() []key.Binding { return []key.Binding{k.ctx.Keys.Yes, k.ctx.Keys.No} }
+
+// ask checks that the request's process may be signalled from here and,
+// if so, holds it and opens the prompt; the returned command expires it.
+func (k *Prompt) ask(r common.Signal, c Context) tea.Cmd {
+	if !r.Process {
 		k.out.Status(true, "select a process to signal")
 		return nil
 	}
-	p := r.proc
+	list := r.List
+	p := r.Proc
 	switch {
-	case c.replay:
+	case c.Replay:
 		k.out.Status(true, "PID %d is in a recording: there is no live process to signal", p.PID)
 		return nil
-	case c.fleet:
-		k.out.Status(true, "PID %d runs on %s: signal it on that host", p.PID, c.host)
+	case c.Fleet:
+		k.out.Status(true, "PID %d runs on %s: signal it on that host", p.PID, c.Host)
 		return nil
 	case p.Exited:
 		k.out.Status(true, "PID %d has already exited", p.PID)
@@ -117,7 +144,7 @@ func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 	case !p.Visible:
 		k.out.Status(true, "PID %d is in another PID namespace: it cannot be signalled from here", p.PID)
 		return nil
-	case !c.demo && c.euid != 0 && (p.UID == nil || int64(*p.UID) != int64(c.euid)):
+	case !c.Demo && c.EUID != 0 && (p.UID == nil || int64(*p.UID) != int64(c.EUID)):
 		owner := p.User
 		if owner == "" {
 			owner = "another user"
@@ -126,7 +153,7 @@ func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 		return nil
 	}
 	k.close()
-	pk := p.Key(r.dev)
+	pk := p.Key(r.Dev)
 	sig := syscall.SIGTERM
 	if k.termSent[pk] && !list {
 		sig = syscall.SIGKILL
@@ -135,8 +162,8 @@ func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 	if len(what) > 40 {
 		what = what[:39] + "…"
 	}
-	np := &pendingKill{pid: p.PID, key: pk, sig: sig, what: what, demo: c.demo, list: list}
-	if !c.demo {
+	np := &pendingKill{pid: p.PID, key: pk, sig: sig, what: what, demo: c.Demo, list: list}
+	if !c.Demo {
 		h, err := k.open(procsignal.Target{PID: p.PID, StartTime: p.StartTime, UID: p.UID})
 		if err != nil {
 			k.out.Status(true, "nothing sent: %s", refusal(err))
@@ -145,10 +172,10 @@ func (k *killPrompt) Ask(r procRow, c killContext, list bool) tea.Cmd {
 		np.h = h
 	}
 	k.gen++
-	np.gen, np.until = k.gen, k.now().Add(promptTTL)
+	np.gen, np.until = k.gen, k.now().Add(TTL)
 	k.p = np
 	gen := k.gen
-	return tea.Tick(promptTTL, func(time.Time) tea.Msg { return promptExpired{gen} })
+	return tea.Tick(TTL, func(time.Time) tea.Msg { return Expired{gen} })
 }
 
 // refusal words an error of procsignal for the status line.
@@ -159,9 +186,9 @@ func refusal(err error) string {
 	return err.Error()
 }
 
-// Seen closes the prompt when its process has left the snapshot or
+// seen closes the prompt when its process has left the snapshot or
 // exited.
-func (k *killPrompt) Seen(snap sampler.Snapshot) {
+func (k *Prompt) seen(snap sampler.Snapshot) {
 	if k.p == nil || k.p.demo && !snap.Demo {
 		return
 	}
@@ -179,29 +206,34 @@ func (k *killPrompt) Seen(snap sampler.Snapshot) {
 }
 
 // close ends the prompt and lets the process go.
-func (k *killPrompt) close() {
+func (k *Prompt) close() {
 	if k.p != nil && k.p.h != nil {
 		k.p.h.Close()
 	}
 	k.p = nil
 }
 
-// Update takes the answer (y/n) and the expiry.
-func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
+// Update takes a request (Ask), the snapshot shown (a prompt whose
+// process has gone closes), the answer (y/n) and the expiry.
+func (k *Prompt) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case promptExpired:
-		if k.p != nil && msg.gen == k.p.gen {
+	case Ask:
+		return k.ask(msg.Req, msg.Ctx)
+	case common.Shown:
+		k.seen(msg.Snap)
+	case Expired:
+		if k.p != nil && msg.Gen == k.p.gen {
 			pid := k.p.pid
 			k.close()
-			k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", pid, draw.Span(promptTTL))
+			k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", pid, draw.Span(TTL))
 		}
 	case tea.KeyPressMsg:
 		if k.p == nil {
 			return nil
 		}
 		switch {
-		case k.p.list && key.Matches(msg, k.keys.Prev, k.keys.Next):
-			k.p.sig = stepSignal(k.p.sig, key.Matches(msg, k.keys.Next))
+		case k.p.list && key.Matches(msg, k.ctx.Keys.Prev, k.ctx.Keys.Next):
+			k.p.sig = stepSignal(k.p.sig, key.Matches(msg, k.ctx.Keys.Next))
 		case k.p.list && msg.String() >= "1" && msg.String() <= "9" && len(msg.String()) == 1:
 			// The signal by number (15, 9 …) as kill(1) takes it: the
 			// digit of a listed one.
@@ -210,9 +242,9 @@ func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
 					k.p.sig = s
 				}
 			}
-		case key.Matches(msg, k.keys.Yes) || k.p.list && msg.String() == "enter":
+		case key.Matches(msg, k.ctx.Keys.Yes) || k.p.list && msg.String() == "enter":
 			k.confirm()
-		case key.Matches(msg, k.keys.No):
+		case key.Matches(msg, k.ctx.Keys.No):
 			k.close()
 			k.out.Status(false, "nothing sent")
 		case msg.String() == "ctrl+c":
@@ -223,11 +255,11 @@ func (k *killPrompt) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (k *killPrompt) confirm() {
+func (k *Prompt) confirm() {
 	p := k.p
 	defer k.close()
 	if !k.now().Before(p.until) {
-		k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", p.pid, draw.Span(promptTTL))
+		k.out.Status(true, "the prompt for PID %d expired after %s: nothing sent", p.pid, draw.Span(TTL))
 		return
 	}
 	if p.demo {
@@ -263,14 +295,14 @@ func stepSignal(cur syscall.Signal, next bool) syscall.Signal {
 }
 
 // View is the question for the footer.
-func (k *killPrompt) View() string {
+func (k *Prompt) View() string {
 	p := k.p
 	if p == nil {
 		return ""
 	}
 	note := ""
 	if p.demo {
-		note = k.st.Dim.Render("  (demo: nothing is sent)")
+		note = k.ctx.Styles.Dim.Render("  (demo: nothing is sent)")
 	}
 	if p.list {
 		// The list, the choice marked; what y sends is said in full.
@@ -278,16 +310,16 @@ func (k *killPrompt) View() string {
 		for _, s := range signalList {
 			name := fmt.Sprintf("%d %s", int(s), strings.TrimPrefix(sigName(s), "SIG"))
 			if s == p.sig {
-				b.WriteString(k.st.Selected.Render("[" + name + "]"))
+				b.WriteString(k.ctx.Styles.Selected.Render("[" + name + "]"))
 			} else {
 				b.WriteString(" " + name + " ")
 			}
 		}
 		// The command is left out so that the list fits 80 columns.
-		return draw.Fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
+		return draw.Fit(k.ctx.Styles.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
 			" "+b.String()+" ←/→ y/n"+note, k.width)
 	}
-	return draw.Fit(k.st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
+	return draw.Fit(k.ctx.Styles.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
 		" y/n"+note, k.width)
 }
 

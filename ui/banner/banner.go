@@ -1,4 +1,6 @@
-package ui
+// Package banner is the live view's lines of alerts under the header: the
+// advisor's alerts in force, the source's warnings and errors.
+package banner
 
 import (
 	"fmt"
@@ -14,27 +16,35 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// The chrome around the panes: the header line, the banners and the footer.
-// Each is a component the root fills in with what it shows.
-
-// bannerBar shows the alerts in force, the source's warnings and errors;
+// Bar shows the alerts in force, the source's warnings and errors;
 // empty when there are none. It takes at most an eighth of the screen (four
 // lines, one at least): a long message wraps onto a spare line or is
 // shortened before the process it names, and what does not fit is counted
 // with a pointer to the alerts screen (a).
-type bannerBar struct {
-	st            common.Styles
+type Bar struct {
+	ctx           *common.Context
 	width, screen int // the screen's height sets the banner's room
 	alerts        []advisor.Alert
 	snap          sampler.Snapshot
 }
 
-func (b *bannerBar) Update(tea.Msg) tea.Cmd  { return nil }
-func (b *bannerBar) SetSize(w, screen int)   { b.width, b.screen = w, screen }
-func (b *bannerBar) Bindings() []key.Binding { return nil }
+// New returns the banner, empty until the first snapshot.
+func New(ctx *common.Context) *Bar { return &Bar{ctx: ctx} }
 
-func (b *bannerBar) View() string {
-	st := b.st
+// Update takes the alerts in force and the snapshot they are of.
+func (b *Bar) Update(msg tea.Msg) tea.Cmd {
+	if s, ok := msg.(common.Shown); ok {
+		b.alerts, b.snap = s.Alerts, s.All
+	}
+	return nil
+}
+
+// SetSize gives the width and the screen's height, which sets the room.
+func (b *Bar) SetSize(w, screen int)   { b.width, b.screen = w, screen }
+func (b *Bar) Bindings() []key.Binding { return nil }
+
+func (b *Bar) View() string {
+	st := b.ctx.Styles
 	type item struct {
 		tag   string // styled, in front of the first line
 		text  string
@@ -128,80 +138,4 @@ func shorten(s string, w int) string {
 		}
 	}
 	return draw.Elide(s, w)
-}
-
-// footerBar is the last line: the filter input, the kill prompt, the last
-// action's result, or the state of the process list and the keys of the
-// screen.
-type footerBar struct {
-	st    common.Styles
-	width int
-	// One of these, first set first: the line that takes the footer.
-	input, prompt, status string
-	statusErr             bool
-	state                 []string
-	hints                 []key.Binding
-}
-
-func (f *footerBar) Update(tea.Msg) tea.Cmd  { return nil }
-func (f *footerBar) SetSize(w, _ int)        { f.width = w }
-func (f *footerBar) Bindings() []key.Binding { return nil }
-
-func (f *footerBar) View() string {
-	st := f.st
-	switch {
-	case f.input != "":
-		return draw.Fit(f.input+st.Dim.Render("  enter: keep · esc: clear"), f.width)
-	case f.prompt != "":
-		return f.prompt
-	case f.status != "":
-		if f.statusErr {
-			return draw.Fit(st.Error.Render(f.status), f.width)
-		}
-		return draw.Fit(st.Status.Render(f.status), f.width)
-	}
-	var hs []string
-	for _, h := range f.hints {
-		if h.Enabled() {
-			hs = append(hs, h.Help().Key+" "+footerWord(h))
-		}
-	}
-	l := ""
-	if len(f.state) > 0 {
-		l = st.Status.Render(strings.Join(f.state, " · ")) + "  "
-	}
-	return draw.Fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
-}
-
-// footerWord is the one-word name of a key in the footer.
-func footerWord(b key.Binding) string {
-	switch b.Help().Key {
-	case "tab":
-		return "pane"
-	case "enter":
-		return "detail"
-	case "s":
-		return "sort"
-	case "u":
-		return "users"
-	case "m":
-		return "mine"
-	case "K":
-		return "kill"
-	case "a":
-		return "alerts"
-	case "z":
-		return "span"
-	case "space/p":
-		return "play"
-	case ">":
-		return "speed"
-	case "→":
-		return "step"
-	}
-	d := b.Help().Desc
-	if i := strings.IndexAny(d, " ,("); i > 0 {
-		return d[:i]
-	}
-	return d
 }
