@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -405,27 +404,13 @@ func watchClaims(ctx context.Context) func(uuid string) string {
 	if err != nil {
 		return nil
 	}
-	var cur atomic.Pointer[map[string]string]
-	read := func() {
-		act, _ := s.Active()
-		m := make(map[string]string, len(act))
-		for uuid, c := range act {
-			m[uuid] = c.Short(advisor.FormatBytes)
+	w := claims.Watch(ctx, s, claimsRefresh)
+	return func(uuid string) string {
+		act, _ := w.Claims()
+		c, ok := act[uuid]
+		if !ok {
+			return ""
 		}
-		cur.Store(&m)
+		return c.Short(advisor.FormatBytes)
 	}
-	read()
-	go func() {
-		t := time.NewTicker(claimsRefresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return func(uuid string) string { return (*cur.Load())[uuid] }
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/alerthook"
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/exporter"
 )
 
@@ -55,17 +56,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if s == nil {
 		return code
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	cfg := advisor.Config{Thresholds: th.Thresholds, User: currentUser()}
-	coll := exporter.New(s.Latest, exporter.Options{
+	opts := exporter.Options{
 		Hostname:         *hostname,
 		Version:          version,
 		Monitor:          advisor.NewMonitor(cfg),
 		MaxProcessSeries: *maxProcs,
 		NoCommandLabels:  *noCommands,
-	})
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	}
+	// The claims of vramtop pick and wait on this host, for the fleet's
+	// pick (vramtop_gpu_claimed).
+	if cs, err := claims.Open(claims.Dir()); err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: GPU claims are not exported: %v\n", err)
+	} else {
+		opts.Claims = claims.Watch(ctx, cs, claimsRefresh).Claims
+	}
+	coll := exporter.New(s.Latest, opts)
 	hook, hookDone := startAlertHook(ctx, *onAlert, cmp.Or(*hostname, sf.host), "vramtop serve", stderr)
 	snaps := s.Subscribe()
 	sampled := make(chan error, 1)

@@ -20,7 +20,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	snap, ok := c.latest()
 	fams := c.clockFamilies(snap, ok)
 	if ok {
-		fams = append(fams, c.snapshotFamilies(snap)...)
+		cl, _ := c.claims()
+		fams = append(fams, c.snapshotFamilies(snap, cl)...)
 	}
 	for _, f := range fams {
 		for _, s := range f.samples {

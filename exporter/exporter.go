@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
@@ -52,6 +53,11 @@ type Options struct {
 	// processes using the most memory; DefaultMaxProcessSeries when 0, no
 	// bound when negative. The device series are always complete.
 	MaxProcessSeries int
+	// Claims returns the GPU claims held on this host, by UUID, and a
+	// generation that changes only when they do (claims.Watcher.Claims):
+	// each device then has a vramtop_gpu_claimed series. No such series
+	// when nil.
+	Claims func() (map[string]claims.Claim, uint64)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -81,12 +87,14 @@ type Collector struct {
 	alertSeq uint64
 	observed bool
 
-	// The encoded page of the snapshot pageSeq (all but the three series
-	// that change with the clock).
-	pageMu  sync.Mutex
-	pageSeq uint64
-	pageOK  bool
-	page    []byte
+	// The encoded page of the snapshot pageSeq and the claims of
+	// generation pageClaims (all but the three series that change with
+	// the clock).
+	pageMu     sync.Mutex
+	pageSeq    uint64
+	pageClaims uint64
+	pageOK     bool
+	page       []byte
 }
 
 // New returns a collector reading snapshots from latest.
@@ -171,13 +179,22 @@ func (c *Collector) Page(buf []byte) []byte {
 	if !ok {
 		return buf
 	}
+	cl, gen := c.claims()
 	c.pageMu.Lock()
 	defer c.pageMu.Unlock()
-	if !c.pageOK || c.pageSeq != snap.Seq {
-		c.page = appendFamilies(c.page[:0], c.snapshotFamilies(snap))
-		c.pageSeq, c.pageOK = snap.Seq, true
+	if !c.pageOK || c.pageSeq != snap.Seq || c.pageClaims != gen {
+		c.page = appendFamilies(c.page[:0], c.snapshotFamilies(snap, cl))
+		c.pageSeq, c.pageClaims, c.pageOK = snap.Seq, gen, true
 	}
 	return append(buf, c.page...)
+}
+
+// claims are the claims held now (nil: none read) and their generation.
+func (c *Collector) claims() (map[string]claims.Claim, uint64) {
+	if c.opts.Claims == nil {
+		return nil, 0
+	}
+	return c.opts.Claims()
 }
 
 // family is one metric: its name, help and samples, all gauges.
@@ -243,6 +260,8 @@ const (
 	fProcMem
 	fProcUnknown
 	fAlert
+	fClaimed
+	fClaimedBytes
 	nFamilies
 )
 
@@ -266,16 +285,22 @@ var familyHeads = [nFamilies]family{
 	fProcMem:       {name: metricname.ProcessMemory, help: "GPU memory a process uses on a device (its CUDA context included), in bytes."},
 	fProcUnknown:   {name: metricname.ProcessUnknown, help: "1 for a process the driver lists on a device without saying how much memory it uses."},
 	fAlert:         {name: metricname.Alert, help: "1 while an advisor rule fires on a GPU (or a process on it, with pid)."},
+	fClaimed:       {name: metricname.Claimed, help: "1 while a vramtop user's claim (vramtop pick or wait) holds the GPU, with who claimed it (user); 0 otherwise."},
+	fClaimedBytes:  {name: metricname.ClaimedBytes, help: "GPU memory the claim on the GPU asked for (--min-free), in bytes; absent while it is not claimed or the claim does not say."},
 }
 
 // snapshotFamilies are the series of a snapshot: devices, their processes
-// (the largest MaxProcessSeries of each device) and the alerts.
-func (c *Collector) snapshotFamilies(snap sampler.Snapshot) []family {
+// (the largest MaxProcessSeries of each device), the alerts and, with
+// Options.Claims, the claims cl on the devices.
+func (c *Collector) snapshotFamilies(snap sampler.Snapshot, cl map[string]claims.Claim) []family {
 	fams := familyHeads
 	host := c.host(snap, true)
 	var order []int
 	for i := range snap.Devices {
 		order = c.collectDevice(&fams, &snap.Devices[i], host, order)
+		if c.opts.Claims != nil {
+			collectClaim(&fams, &snap.Devices[i], host, cl)
+		}
 	}
 	c.collectAlerts(&fams, snap, host)
 	out := make([]family, 0, nFamilies)
@@ -430,6 +455,29 @@ func (c *Collector) collectDevice(fams *[nFamilies]family, d *sampler.Device, ho
 		fams[fProcMem].add(float64(*p.UsedBytes), pl)
 	}
 	return order
+}
+
+// collectClaim adds a device's claim series: 1 with the claimer's user
+// while cl holds a claim on its UUID, else 0. A device without numbers has
+// none, as it has no other series.
+func collectClaim(fams *[nFamilies]family, d *sampler.Device, host string, cl map[string]claims.Claim) {
+	if d.Err != "" || d.MemoryTotal == 0 {
+		return
+	}
+	ls := deviceLabels(d, host, metricname.LabelModelNameOwn)
+	c, ok := cl[d.UUID]
+	if d.UUID == "" || !ok {
+		fams[fClaimed].add(0, ls)
+		return
+	}
+	if c.User != "" {
+		// Sorts after every device label (pci_bus_id).
+		ls = append(ls, label{"user", validUTF8(c.User)})
+	}
+	fams[fClaimed].add(1, ls)
+	if c.Bytes > 0 {
+		fams[fClaimedBytes].add(float64(c.Bytes), ls)
+	}
 }
 
 // usedBy is the memory the processes ps[order...] use; not ok when one of

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
@@ -33,7 +34,7 @@ func promtool(t *testing.T) string {
 }
 
 // `promtool check metrics` finds nothing to say about the page of
-// `serve --demo` (every device, process and alert family) outside the
+// `serve --demo` (every device, process, alert and claim family) outside the
 // DCGM_* families, whose label names (modelName) are dcgm-exporter's.
 func TestPromtoolCheckMetrics(t *testing.T) {
 	tool := promtool(t)
@@ -50,10 +51,12 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 			snap = s
 		}
 	}
+	held := map[string]claims.Claim{snap.Devices[0].UUID: {UUID: snap.Devices[0].UUID, User: "alice", PID: 4121, Bytes: 40 << 30, Time: now}}
 	c := New(func() (sampler.Snapshot, bool) { return snap, true },
-		Options{Version: "test", Monitor: advisor.NewMonitor(advisor.Config{}), Now: func() time.Time { return now }})
+		Options{Version: "test", Monitor: advisor.NewMonitor(advisor.Config{}), Now: func() time.Time { return now },
+			Claims: func() (map[string]claims.Claim, uint64) { return held, 1 }})
 	page := c.Page(nil)
-	for _, fam := range []string{metricname.DCGMFBUsed, metricname.DCGMSMClock, metricname.DCGMMemClock, metricname.MemoryUsed, metricname.ProcessMemory, metricname.Alert} {
+	for _, fam := range []string{metricname.DCGMFBUsed, metricname.DCGMSMClock, metricname.DCGMMemClock, metricname.MemoryUsed, metricname.ProcessMemory, metricname.Alert, metricname.Claimed, metricname.ClaimedBytes} {
 		if !bytes.Contains(page, []byte("\n"+fam+"{")) {
 			t.Fatalf("the demo's page has no %s series:\n%s", fam, page)
 		}

@@ -56,7 +56,12 @@ const (
 	ProcessMemory      = "vramtop_process_gpu_memory_bytes"
 	ProcessUnknown     = "vramtop_process_gpu_memory_unknown"
 	Alert              = "vramtop_alert"
-	BuildInfo          = "vramtop_build_info"
-	Up                 = "vramtop_up"
-	SampleAge          = "vramtop_last_sample_age_seconds"
+	// Claimed is 1 while a vramtop user's claim (package claims) holds a
+	// GPU, with the claimer's user label; ClaimedBytes is the size it
+	// asked for.
+	Claimed      = "vramtop_gpu_claimed"
+	ClaimedBytes = "vramtop_gpu_claimed_bytes"
+	BuildInfo    = "vramtop_build_info"
+	Up           = "vramtop_up"
+	SampleAge    = "vramtop_last_sample_age_seconds"
 )
