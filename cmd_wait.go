@@ -113,7 +113,17 @@ type waiter struct {
 }
 
 func newWaiter(opt advisor.PickOptions, maxUtil float64, settle time.Duration) *waiter {
-	return &waiter{opt: opt, maxUtil: maxUtil, settle: settle, since: map[string]time.Time{}}
+	// Until the first snapshot (a timeout may come first), the reason is
+	// what it waits for.
+	want := fmt.Sprintf("%d GPUs", opt.Count)
+	if opt.Count == 1 {
+		want = "a GPU"
+	}
+	if opt.MinFree > 0 {
+		want += " with at least " + advisor.FormatBytes(opt.MinFree) + " free"
+	}
+	return &waiter{opt: opt, maxUtil: maxUtil, settle: settle, since: map[string]time.Time{},
+		reason: "the GPUs not read yet (waiting for " + want + ")"}
 }
 
 // qualifies reports whether device i of snap is one pick would take with
