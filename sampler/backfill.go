@@ -45,3 +45,21 @@ type ListTimer interface {
 type AlertReporter interface {
 	ReportedAlerts() []ReportedAlert
 }
+
+// A PartialLister is a Source that reads the processes of some devices
+// only (the fleet source reads those of the host open on screen, not of
+// every host). After each ReadProcesses the sampler asks it whether device
+// dev's processes were left unread: such a device shows no processes, none
+// of them exited and no unattributed memory, and says so
+// (Device.ProcessesNotRead).
+type PartialLister interface {
+	NotListed(dev int) bool
+}
+
+// A Waker is a Source whose answers can come between the sampler's ticks
+// (the fleet source, once it has read the processes of a host just
+// opened). Run samples at once, off its schedule, when Wake's channel
+// receives.
+type Waker interface {
+	Wake() <-chan struct{}
+}

@@ -157,6 +157,9 @@ type devState struct {
 	omitted      int
 	omittedBytes uint64
 	omittedKnown bool
+	// unread: the last ReadProcesses left the device's processes unread
+	// (PartialLister).
+	unread bool
 	// live are the device's processes in the last list, in the order of
 	// the last snapshot (so the next sort starts from nearly sorted).
 	live []*procState
@@ -252,6 +255,9 @@ type Sampler struct {
 	memoryFirst bool
 	// backfillSeq is the LateBackfiller's BackfillSeq last merged.
 	backfillSeq uint64
+	// woken: the poll is a Waker's, off the schedule; it reads the
+	// processes whenever they were last read, and publishes.
+	woken bool
 }
 
 // New returns a sampler over src. It does not poll until Run or Tick.
@@ -370,7 +376,18 @@ func (s *Sampler) Run(ctx context.Context) error {
 		stalePub    time.Time // the last stale snapshot's time
 		wasStale    bool
 		newInterval time.Duration // a SetInterval waiting for the poll in flight
+		wakeLater   bool          // a Waker's wake came during a poll
 	)
+	var wake <-chan struct{}
+	if w, ok := s.src.(Waker); ok {
+		wake = w.Wake()
+	}
+	// wakePoll samples now, off the schedule: the source has news.
+	wakePoll := func() {
+		s.woken, s.forcePub = true, true
+		busy, pollAt = true, s.cfg.Now()
+		work <- pollAt
+	}
 	setInterval := func(d time.Duration) {
 		s.interval = d
 		s.forcePub = true
@@ -396,8 +413,15 @@ func (s *Sampler) Run(ctx context.Context) error {
 				continue
 			}
 			setInterval(d)
+		case <-wake:
+			if busy {
+				wakeLater = true
+				continue
+			}
+			wakePoll()
 		case <-done:
 			busy = false
+			s.woken = false
 			if wasStale {
 				// Resume with a fresh snapshot now, not one dated when
 				// the stuck call began.
@@ -417,6 +441,10 @@ func (s *Sampler) Run(ctx context.Context) error {
 			if newInterval != 0 {
 				setInterval(newInterval)
 				newInterval = 0
+			}
+			if wakeLater {
+				wakeLater = false
+				wakePoll()
 			}
 		case <-timer.C:
 			now := s.cfg.Now()
@@ -580,7 +608,7 @@ func (s *Sampler) poll(now time.Time) {
 		s.procsPending = false
 		s.forcePub = true
 	}
-	if !s.hasPolled || s.due(now, s.lastProc, s.cfg.ProcessInterval) {
+	if !s.hasPolled || s.woken || s.due(now, s.lastProc, s.cfg.ProcessInterval) {
 		s.pollProcesses(now)
 		s.lastProc = now
 	}
@@ -704,9 +732,16 @@ func (s *Sampler) pollProcesses(now time.Time) {
 	gen := s.procPolls
 	om, _ := s.src.(Omitter)
 	lt, _ := s.src.(ListTimer)
+	pl, _ := s.src.(PartialLister)
 	for i, d := range s.devs {
 		d.err = s.errBuf[i]
 		d.usedAtProcs = d.last.Used
+		if d.unread = pl != nil && pl.NotListed(i); d.unread {
+			// Not read is not known to have exited: what was listed
+			// goes, without an exited row.
+			d.forgetProcesses()
+			continue
+		}
 		if d.err == nil {
 			d.listedAt = now
 			if lt != nil {
@@ -724,6 +759,9 @@ func (s *Sampler) pollProcesses(now time.Time) {
 			continue
 		}
 		d := s.devs[ps.Device]
+		if d.unread {
+			continue
+		}
 		id := procID{pid: ps.PID, start: ps.StartTime.UnixNano()}
 		st := d.procs[id]
 		if st == nil {
@@ -744,6 +782,9 @@ func (s *Sampler) pollProcesses(now time.Time) {
 		}
 	}
 	for _, d := range s.devs {
+		if d.unread {
+			continue
+		}
 		// A process whose device failed to list is not known to have
 		// exited: keep it as it was.
 		if d.err == nil {
@@ -751,6 +792,18 @@ func (s *Sampler) pollProcesses(now time.Time) {
 		}
 		s.expire(d, now)
 	}
+}
+
+// forgetProcesses drops what the device's last lists said: its processes,
+// live and exited, when they were read and those left out.
+func (d *devState) forgetProcesses() {
+	clear(d.live)
+	d.live = d.live[:0]
+	clear(d.procs)
+	clear(d.exited)
+	d.exited, d.exitedSorted = nil, nil
+	d.listedAt = time.Time{}
+	d.omitted, d.omittedBytes, d.omittedKnown = 0, 0, false
 }
 
 // newProcessRing is a process's history: its recent samples at the
@@ -901,7 +954,8 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 				dev.OmittedBytes = Ptr(d.omittedBytes)
 			}
 		}
-		if !snap.ProcessesPending {
+		dev.ProcessesNotRead = d.unread && !d.info.NoProcessList
+		if !snap.ProcessesPending && !dev.ProcessesNotRead {
 			dev.Unattributed = unattributed(dev, d.usedAtProcs)
 			if !d.info.NoProcessList {
 				dev.ListedAt = d.listedAt

@@ -1111,3 +1111,87 @@ type listTimerSource struct {
 }
 
 func (l *listTimerSource) ListedAt(int) time.Time { return l.at }
+
+// partialSource leaves the processes of the devices in unread unread.
+type partialSource struct {
+	*fakeSource
+	unread map[int]bool
+	wake   chan struct{}
+}
+
+func (p *partialSource) NotListed(dev int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unread[dev]
+}
+
+func (p *partialSource) Wake() <-chan struct{} { return p.wake }
+
+// A device whose processes the source did not read says so: no processes,
+// none of those it had listed shown exited, no unattributed memory (not
+// all of its used memory), no list time; once read again it lists them.
+func TestDeviceWhoseProcessesAreNotReadSaysSo(t *testing.T) {
+	f := newFake(2)
+	f.setUsed(0, 10*fakeGiB)
+	f.setUsed(1, 10*fakeGiB)
+	f.setProcs(fakeProc(0, 42, 4*fakeGiB, time.Unix(1000, 0)), fakeProc(1, 43, 4*fakeGiB, time.Unix(1000, 0)))
+	src := &partialSource{fakeSource: f, unread: map[int]bool{}}
+	s := newSampler(t, src, Config{Interval: time.Second})
+	snap, _ := s.Tick(ringT0)
+	if d := snap.Devices[1]; d.ProcessesNotRead || len(d.Processes) != 1 || d.Unattributed == nil {
+		t.Fatalf("read: not read %v, %d processes, unattributed %v", d.ProcessesNotRead, len(d.Processes), d.Unattributed)
+	}
+
+	src.mu.Lock()
+	src.unread[1] = true
+	src.mu.Unlock()
+	f.setProcs(fakeProc(0, 42, 4*fakeGiB, time.Unix(1000, 0)))
+	snap, _ = s.Tick(ringT0.Add(time.Second))
+	d := snap.Devices[1]
+	if !d.ProcessesNotRead || len(d.Processes) != 0 || d.Unattributed != nil || !d.ListedAt.IsZero() {
+		t.Fatalf("not read: ProcessesNotRead %v, processes %+v, unattributed %v, listed at %v; want true, none (PID 43 not exited), nil, zero",
+			d.ProcessesNotRead, d.Processes, d.Unattributed, d.ListedAt)
+	}
+	if d0 := snap.Devices[0]; d0.ProcessesNotRead || len(d0.Processes) != 1 || d0.Unattributed == nil || *d0.Unattributed != 6*fakeGiB {
+		t.Fatalf("the device read: not read %v, %d processes, unattributed %v", d0.ProcessesNotRead, len(d0.Processes), d0.Unattributed)
+	}
+
+	src.mu.Lock()
+	src.unread[1] = false
+	src.mu.Unlock()
+	f.setProcs(fakeProc(0, 42, 4*fakeGiB, time.Unix(1000, 0)), fakeProc(1, 43, 4*fakeGiB, time.Unix(1000, 0)))
+	snap, _ = s.Tick(ringT0.Add(2 * time.Second))
+	if d := snap.Devices[1]; d.ProcessesNotRead || len(d.Processes) != 1 || d.Processes[0].Exited || d.Unattributed == nil {
+		t.Fatalf("read again: not read %v, processes %+v, unattributed %v", d.ProcessesNotRead, d.Processes, d.Unattributed)
+	}
+}
+
+// A Waker's wake makes Run sample at once, its processes too, however far
+// the next tick is.
+func TestWakeSamplesProcessesAtOnce(t *testing.T) {
+	f := newFake(1)
+	src := &partialSource{fakeSource: f, unread: map[int]bool{0: true}, wake: make(chan struct{}, 1)}
+	s := newSampler(t, src, Config{Interval: time.Hour})
+	sub := s.Subscribe()
+	cancel, done := runInBackground(s)
+	defer func() { cancel(); <-done }()
+	if snap := <-sub; !snap.Devices[0].ProcessesNotRead {
+		t.Fatal("the first snapshot has the processes read")
+	}
+	src.mu.Lock()
+	src.unread[0] = false
+	src.mu.Unlock()
+	f.setProcs(fakeProc(0, 42, fakeGiB, time.Unix(1000, 0)))
+	src.wake <- struct{}{}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case snap := <-sub:
+			if d := snap.Devices[0]; !d.ProcessesNotRead && len(d.Processes) == 1 {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no snapshot with the processes within 10 s of the wake; the next tick is an hour away")
+		}
+	}
+}

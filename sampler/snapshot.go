@@ -112,6 +112,11 @@ type Device struct {
 	// NoProcessList is true where the source cannot list this device's
 	// processes (a host seen only through dcgm-exporter).
 	NoProcessList bool `json:"no_process_list,omitempty"`
+	// ProcessesNotRead is true where the source has not read the device's
+	// processes (a fleet reads those of the host open on screen only):
+	// Processes is then empty and Unattributed nil, which says nothing of
+	// whether it has any.
+	ProcessesNotRead bool `json:"processes_not_read,omitempty"`
 	// OmittedProcesses counts the device's processes the source knows of
 	// but does not list (in the fleet, those a host's exporter leaves out
 	// over serve --max-process-series); OmittedBytes is the memory they use,

@@ -125,3 +125,30 @@ func TestAgesNeverNegativeOrAbsurd(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetHostProcessesNotReadYet: opening a host tells the source which
+// one; until its processes are read the table says so, never "no GPU
+// processes" nor all of a GPU's memory unattributed; back on the list of
+// hosts the source is told no host is open.
+func TestFleetHostProcessesNotReadYet(t *testing.T) {
+	var opened []string
+	m := advisedModel(Options{User: testUser, Title: "vramtop fleet", OpenHost: func(h string) { opened = append(opened, h) }}, false)
+	src := &fakeSource{start: fixedStart, ngpu: 2, hosts: []string{"node-a", "node-b"}}
+	snap := fixture(t, src, 10*time.Minute)
+	for i := range snap.Devices {
+		snap.Devices[i].Processes, snap.Devices[i].Unattributed, snap.Devices[i].ProcessesNotRead = nil, nil, true
+	}
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
+	keys(m, "enter")
+	if len(opened) != 1 || opened[0] == "" {
+		t.Fatalf("the source was told %q on opening a host, want its name", opened)
+	}
+	s := screenText(m)
+	if !strings.Contains(s, draw.NotReadText) || strings.Contains(s, "no GPU processes") || strings.Contains(s, "unattributed") {
+		t.Errorf("an opened host whose processes are not read yet: want %q for each GPU, not an empty list:\n%s", draw.NotReadText, s)
+	}
+	keys(m, "esc")
+	if len(opened) != 2 || opened[1] != "" {
+		t.Errorf("the source was told %q on going back to the hosts, want \"\" last", opened)
+	}
+}

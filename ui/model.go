@@ -528,7 +528,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.fleet && m.host == "":
 		if key.Matches(k, m.ctx.Keys.Enter) {
 			if h, ok := m.hosts.Selected(); ok {
-				m.host = h
+				m.openHost(h)
 				m.focus = paneGPUs
 				m.show(m.snap)
 			}
@@ -539,6 +539,15 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.onMainKey(k)
 	}
 	return nil
+}
+
+// openHost shows the GPUs and processes of host h of a fleet, the list of
+// hosts when h is "", and tells the source.
+func (m *Model) openHost(h string) {
+	m.host = h
+	if m.opts.OpenHost != nil {
+		m.opts.OpenHost(h)
+	}
 }
 
 func (m *Model) onReplayKey(k tea.KeyPressMsg) bool {
@@ -587,7 +596,7 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.ctx.Keys.Back):
 		if !m.procs.Back() && m.fleet {
-			m.host = ""
+			m.openHost("")
 			m.show(m.snap)
 		}
 	case key.Matches(k, m.ctx.Keys.Tab):

@@ -111,7 +111,7 @@ func isFree(d sampler.Device, th advisor.Thresholds) bool {
 			live++
 		}
 	}
-	return (live == 0 && !d.NoProcessList) || d.MemoryTotal > 0 && d.UsedPercent() < th.Warn
+	return (live == 0 && !d.NoProcessList && !d.ProcessesNotRead) || d.MemoryTotal > 0 && d.UsedPercent() < th.Warn
 }
 
 // freeText says why d is free.

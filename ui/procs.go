@@ -42,6 +42,9 @@ type procRow struct {
 	// pending marks a rowUnlisted that stands for a process list being
 	// read (sampler.Snapshot.ProcessesPending), not one that cannot be.
 	pending bool
+	// notRead marks a rowUnlisted that stands for processes the source
+	// has not read yet (sampler.Device.ProcessesNotRead).
+	notRead bool
 	// omitted is how many processes a rowOmitted stands for.
 	omitted int
 
@@ -117,6 +120,10 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label, pending: true})
 			continue
 		}
+		if d.ProcessesNotRead && !d.MIGEnabled {
+			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label, notRead: true})
+			continue
+		}
 		for _, pr := range d.Processes {
 			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: user != "" && pr.User == user}
 			if pr.UsedBytes != nil && !pr.Exited {
@@ -151,6 +158,9 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 func (r procRow) unlistedText() string {
 	if r.pending {
 		return draw.PendingText
+	}
+	if r.notRead {
+		return draw.NotReadText
 	}
 	return draw.UnlistedText
 }

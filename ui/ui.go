@@ -43,6 +43,10 @@ type Options struct {
 	// or "" when nobody did; nil where claims do not apply (replay,
 	// fleet). It is called while drawing and must return at once.
 	Claim func(uuid string) string
+	// OpenHost is told the host of a fleet whose GPUs are open on screen,
+	// "" when the list of hosts is back (the fleet then reads that host's
+	// processes only). It must return at once.
+	OpenHost func(host string)
 }
 
 // ReplayControl drives a replay. The UI calls it from its own goroutine;

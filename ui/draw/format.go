@@ -230,6 +230,10 @@ const UnlistedText = "processes not listed: this host is seen through dcgm-expor
 // is being read (the first snapshot of the live view).
 const PendingText = "reading the process list…"
 
+// NotReadText stands in the process table for a device whose processes
+// the source has not read yet (a fleet host just opened).
+const NotReadText = "processes not read yet…"
+
 // OmittedText stands in the process table for n processes of a device that
 // its source counts but does not list (sampler.Device.OmittedProcesses).
 func OmittedText(n int) string {
