@@ -41,15 +41,15 @@ func TestGoldenDetail(t *testing.T) {
 		}
 		golden(t, fmt.Sprintf("detail_%dx%d", sz[0], sz[1]), screenText(m))
 		checkFits(t, m, sz[0], sz[1])
-		d := m.detail
-		if d.plotH < (d.height+1)/2 {
-			t.Errorf("%v: plot %d lines of a detail view of %d", sz, d.plotH, d.height)
+		d := detailPeek(m)
+		if d.PlotH < (d.Height+1)/2 {
+			t.Errorf("%v: plot %d lines of a detail view of %d", sz, d.PlotH, d.Height)
 		}
-		if d.advH == 0 {
+		if d.AdviceH == 0 {
 			t.Errorf("%v: no advice panel", sz)
 		}
-		if sz == [2]int{120, 40} && d.plotH-2 < 10 {
-			t.Errorf("120×40: %d plot rows, want at least 10", d.plotH-2)
+		if sz == [2]int{120, 40} && d.PlotH-2 < 10 {
+			t.Errorf("120×40: %d plot rows, want at least 10", d.PlotH-2)
 		}
 	}
 }
@@ -193,8 +193,8 @@ func TestProcessDetailFillsTheProcessUnderTheGPU(t *testing.T) {
 	m := advisedModel(Options{}, false)
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 1)))
 	keys(m, "tab", "enter")
-	if m.screen != screenDetail || m.detail.target.PID == 0 {
-		t.Fatalf("no process detail open: %+v", m.detail.target)
+	if m.screen != screenDetail || detailPeek(m).Target.PID == 0 {
+		t.Fatalf("no process detail open: %+v", detailPeek(m).Target)
 	}
 	s := screenText(m)
 	if !strings.Contains(s, "filled: this process") || !strings.Contains(s, "line: whole GPU") {

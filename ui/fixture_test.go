@@ -9,7 +9,9 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/detail"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/gpus"
 )
 
 // fixedStart is the fixed clock of the tests.
@@ -155,6 +157,12 @@ func fakeSnap(tb testing.TB, ngpu int) sampler.Snapshot {
 }
 
 func DefaultThresholdsForTest() advisor.Thresholds { return advisor.DefaultThresholds() }
+
+// detailPeek is what m's detail screen shows.
+func detailPeek(m *Model) detail.Peek { return m.detail.(*detail.View).Peek() }
+
+// compactGPUs reports whether m's GPU pane shows one line per GPU.
+func compactGPUs(m *Model) bool { return m.gpus.(*gpus.Pane).Compact() }
 
 // helpOpen reports whether the help screen is open.
 func (m *Model) helpOpen() bool { return m.open >= 0 && m.screens[m.open].key == &m.ctx.Keys.Help }

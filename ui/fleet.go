@@ -12,6 +12,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/gpus"
 )
 
 // host is one machine of a fleet snapshot.
@@ -205,10 +206,7 @@ func (h hostList) View() string {
 	if len(h.hosts) == 0 {
 		return h.st.Dim.Render(draw.Fit("  no hosts reported yet", h.width))
 	}
-	g := newGPUPane(h.st, h.keys, h.th)
-	g.compact = true
-	g.sev = h.sev
-	g.width = h.width - 2
+	g := gpus.NewCompact(&common.Context{Styles: h.st, Keys: h.keys, Th: h.th}, h.sev, h.width-2)
 	var lines []string
 	for i := h.off; i < len(h.hosts) && len(lines) < h.height; i++ {
 		x := h.hosts[i]
@@ -244,12 +242,12 @@ func (h hostList) View() string {
 			line = h.st.Selected.Render(line)
 		}
 		lines = append(lines, line)
-		g.snap = sampler.Snapshot{Time: h.snap.Time, Interval: h.snap.Interval, Devices: x.devices}
+		hs := sampler.Snapshot{Time: h.snap.Time, Interval: h.snap.Interval, Devices: x.devices}
 		for _, d := range x.devices {
 			if len(lines) >= h.height {
 				break
 			}
-			lines = append(lines, "  "+g.compactLine(d, false))
+			lines = append(lines, "  "+g.Line(hs, d))
 		}
 	}
 	return strings.Join(lines, "\n")

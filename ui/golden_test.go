@@ -67,7 +67,7 @@ func TestGoldenCompactEightGPUs(t *testing.T) {
 	snap := fixture(t, demo.NewGPUs(fixedStart, 8), 10*time.Minute)
 	m := advisedModel(Options{User: demo.User, Version: "test"}, false)
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
-	if !m.gpus.compact {
+	if !compactGPUs(m) {
 		t.Error("8 GPUs should be compact")
 	}
 	golden(t, "demo8_120x40", screenText(m))

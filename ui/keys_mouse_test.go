@@ -200,8 +200,8 @@ func TestMouseClicks(t *testing.T) {
 				t.Fatalf("GPU 1 is not on screen:\n%s", screenText(m))
 			}
 			click(m, 4, gy)
-			if m.screen != screenDetail || m.detail.target.DeviceID != "1" || m.detail.target.PID != 0 {
-				t.Fatalf("a click on GPU 1 (line %d) should open its detail: screen %v target %+v\n%s", gy, m.screen, m.detail.target, screenText(m))
+			if m.screen != screenDetail || detailPeek(m).Target.DeviceID != "1" || detailPeek(m).Target.PID != 0 {
+				t.Fatalf("a click on GPU 1 (line %d) should open its detail: screen %v target %+v\n%s", gy, m.screen, detailPeek(m).Target, screenText(m))
 			}
 		})
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/vramtop/vramtop/ui/alerts"
 	"github.com/vramtop/vramtop/ui/banner"
 	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/detail"
 	"github.com/vramtop/vramtop/ui/draw"
 	"github.com/vramtop/vramtop/ui/footer"
+	"github.com/vramtop/vramtop/ui/gpus"
 	top "github.com/vramtop/vramtop/ui/header" // the top line; header is the process table's
 	"github.com/vramtop/vramtop/ui/help"
 	"github.com/vramtop/vramtop/ui/prompt"
@@ -120,10 +122,10 @@ type Model struct {
 	header common.Component
 	banner common.Component
 	footer common.Component
-	gpus   gpuPane
+	gpus   gpuPart
 	procs  procPane
 	hosts  hostList
-	detail detailView
+	detail detailPart
 	alertv common.Component
 	prompt promptPart
 
@@ -147,6 +149,25 @@ type Model struct {
 // The parts as the root holds them: the contract, and what the root asks
 // of a part beyond it.
 type (
+	// gpuPart is the GPU pane (ui/gpus).
+	gpuPart interface {
+		common.Component
+		// Layout picks the full or compact form in a body of w×maxH that
+		// the process table shares (it needs procMin lines and wants
+		// procWant); it returns the height the pane takes.
+		Layout(w, maxH, procMin, procWant int) int
+		// Click acts on a click at x, y of the pane; it reports whether
+		// it hit a GPU.
+		Click(x, y int) bool
+		Selected() (sampler.Device, bool)
+		// ShownSpan is the span the graphs show (z).
+		ShownSpan() time.Duration
+	}
+	// detailPart is the detail screen (ui/detail).
+	detailPart interface {
+		common.Component
+		ShownSpan() time.Duration
+	}
 	// promptPart is the question before a signal (ui/prompt).
 	promptPart interface {
 		common.Component
@@ -180,10 +201,10 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	// The screens over everything else, opened by their key.
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = newProcPane(&m.out)
-	m.gpus.claim = opts.Claim
+	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.notify != nil && m.notify.Watching(id) }, opts.Claim)
+	m.detail = detail.New(m.ctx, &m.out, func(s sampler.Snapshot, t advisor.Target) []advisor.Advice { return m.advise(s, t, m.cfg) })
 	if opts.Notify {
 		m.notify = envNotifier(opts.Thresholds)
-		m.gpus.notify = m.notify
 	}
 	m.procs.SetUser(opts.User)
 	m.prompt = prompt.New(m.ctx, &m.out, opts.Now, prompt.OpenProcess)
@@ -209,28 +230,12 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 
 func (m *Model) setStyles(st common.Styles) {
 	m.ctx.Styles = st
-	m.gpus = gpuPaneWith(m.gpus, st, m.ctx.Keys, m.opts.Thresholds)
 	m.procs.setStyles(st, m.ctx.Keys)
 	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.ctx.Keys, m.opts.Thresholds
-	m.detail.st, m.detail.th, m.detail.keys = st, m.opts.Thresholds, m.ctx.Keys
-	if m.detail.span == 0 {
-		m.detail.span = spans[m.spanIdx]
-	}
 	for _, sc := range m.screens {
 		sc.part.Update(common.Restyled{})
 	}
 	m.alertv.Update(common.Restyled{})
-}
-
-func gpuPaneWith(g gpuPane, st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
-	g.st, g.keys, g.th = st, keys, th
-	if g.span == 0 {
-		g.span = draw.DefaultSpan
-	}
-	if g.panelH == 0 {
-		g.panelH = panelTextLines
-	}
-	return g
 }
 
 // Init waits for the first snapshot and asks the terminal's background.
@@ -319,13 +324,8 @@ func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 	switch {
 	case y < 0:
 	case y < m.gpuH:
-		if i, ok := m.gpus.DeviceAt(y); ok {
-			m.gpus.sel = i
-			m.gpus.scroll()
+		if m.gpus.Click(c.X, y) {
 			m.focus = paneGPUs
-			if d, ok := m.gpus.Selected(); ok {
-				m.openDetail(advisor.Target{DeviceID: d.ID}, 0)
-			}
 		}
 	default:
 		m.footer.Update(common.StatusLine{})
@@ -349,7 +349,8 @@ func (m *Model) handleRequests() tea.Cmd {
 			case common.StatusLine:
 				m.footer.Update(r)
 			case common.OpenDetail:
-				m.openDetail(advisor.Target{DeviceID: r.Dev, PID: r.PID}, r.Start)
+				m.screen = screenDetail
+				m.detail.Update(r)
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
 					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.snap.Demo, EUID: m.euid,
@@ -444,26 +445,17 @@ func (m *Model) show(s sampler.Snapshot) {
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
 	sev := draw.NewSevIndex(m.alerts)
-	m.gpus.sev, m.hosts.sev, m.detail.sev = sev, sev, sev
+	m.hosts.sev = sev
 	m.hosts.SetSnapshot(s)
 	m.view = s
 	if m.fleet && m.host != "" {
 		m.view = hostSnapshot(s, m.host)
 	}
-	m.gpus.SetSnapshot(m.view)
 	m.procs.SetSnapshot(m.view)
 	shown := common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: m.alerts, Sev: sev}
-	for _, p := range []common.Component{m.prompt, m.alertv, m.header, m.banner} {
+	for _, p := range []common.Component{m.gpus, m.prompt, m.alertv, m.detail, m.header, m.banner} {
 		p.Update(shown)
 	}
-	m.refreshDetail()
-}
-
-func (m *Model) refreshDetail() {
-	if m.screen != screenDetail {
-		return
-	}
-	m.detail.SetSnapshot(m.view, m.advise(m.view, m.detail.target, m.cfg))
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
@@ -519,8 +511,9 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
 	case key.Matches(k, m.ctx.Keys.Span):
 		m.spanIdx = (m.spanIdx + 1) % len(spans)
-		m.gpus.span, m.detail.span = spans[m.spanIdx], spans[m.spanIdx]
-		m.refreshDetail()
+		for _, p := range []common.Component{m.gpus, m.detail} {
+			p.Update(common.Span(spans[m.spanIdx]))
+		}
 		m.relayout()
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
@@ -609,10 +602,6 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 		m.toggleWatch()
 	case matchesAny(k, m.procs.Bindings()) || m.focus == paneProcs:
 		return m.procs.Update(k)
-	case key.Matches(k, m.ctx.Keys.Enter):
-		if d, ok := m.gpus.Selected(); ok {
-			m.openDetail(advisor.Target{DeviceID: d.ID}, 0)
-		}
 	default:
 		return m.gpus.Update(k)
 	}
@@ -624,13 +613,9 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 // one asked for while the history is.
 func (m *Model) spanStatus() string {
 	asked := spans[m.spanIdx]
-	shown := asked
+	shown := m.gpus.ShownSpan()
 	if m.screen == screenDetail {
-		if dev, ok := m.detail.device(); ok {
-			shown = m.detail.shownSpan(dev)
-		}
-	} else {
-		shown = m.gpus.shownSpan()
+		shown = m.detail.ShownSpan()
 	}
 	if shown < asked {
 		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", draw.Span(shown), draw.Span(asked))
@@ -638,33 +623,12 @@ func (m *Model) spanStatus() string {
 	return "graphs show the last " + draw.Span(shown)
 }
 
-func (m *Model) openDetail(t advisor.Target, start int64) {
-	m.screen = screenDetail
-	m.detail.target, m.detail.start = t, start
-	m.refreshDetail()
-}
-
 func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
-	switch {
-	case key.Matches(k, m.ctx.Keys.Back):
+	if key.Matches(k, m.ctx.Keys.Back) {
 		m.screen = screenMain
-	case key.Matches(k, m.ctx.Keys.Kill, m.ctx.Keys.Signal):
-		t := m.detail.target
-		if t.PID == 0 {
-			m.setStatus(true, "open a process (not a GPU) to signal it")
-			return nil
-		}
-		for _, r := range procRows(m.view, m.procs.User(), nil) {
-			if r.kind == rowProc && r.dev == t.DeviceID && r.proc.PID == t.PID && r.proc.StartTime.UnixNano() == m.detail.start {
-				m.out.Post(common.Signal{Dev: r.dev, Proc: r.proc, Process: true, List: key.Matches(k, m.ctx.Keys.Signal)})
-				return nil
-			}
-		}
-		m.setStatus(true, "PID %d is no longer listed", t.PID)
-	default:
-		return m.detail.Update(k) // scrolls the advice
+		return m.detail.Update(common.Closed{})
 	}
-	return nil
+	return m.detail.Update(k) // scrolls the advice, asks to signal its process
 }
 
 // fullScreen is a screen that takes the whole terminal: key opens and
@@ -705,7 +669,7 @@ func (m *Model) relayout() {
 		sc.part.SetSize(m.width, m.height)
 	}
 	m.alertv.SetSize(m.width, m.height-1)
-	m.gpus.focused = m.focus == paneGPUs
+	m.gpus.Update(common.Focus(m.focus == paneGPUs))
 	m.procs.SetFocus(m.focus == paneProcs)
 	body := m.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
 	if b := m.banner.View(); b != "" {

@@ -166,7 +166,7 @@ func TestSnapshotShowsGPUsAndProcesses(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
 	}
-	if m.gpus.compact {
+	if compactGPUs(m) {
 		t.Error("4 GPUs at 120×40 should have full panels")
 	}
 	checkFits(t, m, 120, 40)
@@ -174,7 +174,7 @@ func TestSnapshotShowsGPUsAndProcesses(t *testing.T) {
 
 func TestManyGPUsAreCompact(t *testing.T) {
 	m, _ := ready(t, 8, 120, 40)
-	if !m.gpus.compact {
+	if !compactGPUs(m) {
 		t.Fatal("8 GPUs should be one line each")
 	}
 	s := screenText(m)
@@ -184,7 +184,7 @@ func TestManyGPUsAreCompact(t *testing.T) {
 	checkFits(t, m, 120, 40)
 	// Little room compacts even a few GPUs.
 	m2, _ := ready(t, 4, 80, 24)
-	if !m2.gpus.compact {
+	if !compactGPUs(m2) {
 		t.Error("4 GPUs at 80×24 should be compact")
 	}
 }
@@ -272,8 +272,8 @@ func TestTabEnterEscDetail(t *testing.T) {
 		t.Fatal("focus should start on the GPUs")
 	}
 	keys(m, "down", "enter")
-	if m.screen != screenDetail || m.detail.target.DeviceID != "1" || m.detail.target.PID != 0 {
-		t.Fatalf("enter on GPU 1 should open its detail, got %+v", m.detail.target)
+	if m.screen != screenDetail || detailPeek(m).Target.DeviceID != "1" || detailPeek(m).Target.PID != 0 {
+		t.Fatalf("enter on GPU 1 should open its detail, got %+v", detailPeek(m).Target)
 	}
 	if s := screenText(m); !strings.Contains(s, "GPU 1") || !strings.Contains(s, "now") || !strings.Contains(s, "warn 80%") {
 		t.Errorf("detail lacks the plot's time axis or thresholds:\n%s", s)
@@ -288,8 +288,8 @@ func TestTabEnterEscDetail(t *testing.T) {
 	}
 	r := selectProc(t, m, func(r procRow) bool { return r.kind == rowProc })
 	keys(m, "enter")
-	if m.detail.target.PID != r.proc.PID || r.proc.PID == 0 {
-		t.Fatalf("enter on a process should open it, got %+v want PID %d", m.detail.target, r.proc.PID)
+	if detailPeek(m).Target.PID != r.proc.PID || r.proc.PID == 0 {
+		t.Fatalf("enter on a process should open it, got %+v want PID %d", detailPeek(m).Target, r.proc.PID)
 	}
 	if s := screenText(m); !strings.Contains(s, fmt.Sprintf("PID %d", r.proc.PID)) {
 		t.Errorf("process detail does not name the PID:\n%s", s)
@@ -299,7 +299,7 @@ func TestTabEnterEscDetail(t *testing.T) {
 func TestAdvicePanelOnlyWithAdvice(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "enter")
-	if m.detail.advH != 0 || strings.Contains(screenText(m), "╭") {
+	if detailPeek(m).AdviceH != 0 || strings.Contains(screenText(m), "╭") {
 		t.Error("no advice: no panel")
 	}
 	var got advisor.Target
@@ -895,7 +895,7 @@ func TestSpanKey(t *testing.T) {
 	long, _ := newTestModel(Options{})
 	send(long, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, 20*time.Minute)))
 	keys(long, "enter", "z")
-	if got := spansOnScreen(long); len(got) != 2 || got[0] != "15m" || got[1] != "15m" || long.detail.span != 15*time.Minute {
+	if got := spansOnScreen(long); len(got) != 2 || got[0] != "15m" || got[1] != "15m" || detailPeek(long).Span != 15*time.Minute {
 		t.Errorf("z over twenty minutes of history should show 15m in both, got %v:\n%s", got, screenText(long))
 	}
 }

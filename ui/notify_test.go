@@ -173,7 +173,6 @@ func rawWrites(cmd tea.Cmd) []string {
 func TestNotifyInTheLiveView(t *testing.T) {
 	m, _ := newTestModel(Options{Notify: true})
 	m.notify = newNotifier(m.opts.Thresholds, env("TERM_PROGRAM", "WezTerm"))
-	m.gpus.notify = m.notify
 	var alerts []advisor.Alert
 	m.observe = func(sampler.Snapshot) []advisor.Alert { return alerts }
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})

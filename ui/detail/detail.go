@@ -1,4 +1,7 @@
-package ui
+// Package detail is the live view's screen of one GPU or one process: a
+// large plot of its memory with a time axis and the thresholds, and the
+// advisor's advice under it.
+package detail
 
 import (
 	"fmt"
@@ -17,13 +20,17 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// detailView is the screen for one GPU or one process: a large plot of its
+// AdviseFunc is the advisor's advice for a target in a snapshot.
+type AdviseFunc func(sampler.Snapshot, advisor.Target) []advisor.Advice
+
+// View is the screen for one GPU or one process: a large plot of its
 // memory with a time axis and the thresholds, and the advisor's advice
 // under it, wrapped to the width and scrolled with the arrows.
-type detailView struct {
-	st     common.Styles
-	keys   common.KeyMap
-	th     advisor.Thresholds
+type View struct {
+	ctx    *common.Context
+	out    *common.Outbox
+	advise AdviseFunc
+	open   bool // on screen: the advice follows each snapshot
 	width  int
 	height int
 	span   time.Duration
@@ -44,37 +51,75 @@ type detailView struct {
 	advFor   advisor.Target // whose advice adv shows (a new target starts at the top)
 }
 
+// New returns the detail screen, closed; advise gives the advice of what
+// it shows.
+func New(ctx *common.Context, out *common.Outbox, advise AdviseFunc) *View {
+	return &View{ctx: ctx, out: out, advise: advise, span: draw.DefaultSpan}
+}
+
+// Peek is what the screen shows: its target, its height and how it is
+// shared between the plot and the advice, and the span of the plot.
+type Peek struct {
+	Target                 advisor.Target
+	Height, PlotH, AdviceH int
+	Span                   time.Duration
+}
+
+// Peek says what the screen shows.
+func (d *View) Peek() Peek {
+	return Peek{Target: d.target, Height: d.height, PlotH: d.plotH, AdviceH: d.advH, Span: d.span}
+}
+
 // SetSize sets the view's size.
-func (d *detailView) SetSize(w, h int) {
+func (d *View) SetSize(w, h int) {
 	if w != d.width || h != d.height {
 		d.width, d.height = w, h
 		d.layout()
 	}
 }
 
-// SetSnapshot sets the snapshot shown and the advice for the target in it.
-func (d *detailView) SetSnapshot(snap sampler.Snapshot, advice []advisor.Advice) {
-	d.snap, d.advice = snap, advice
+// refresh takes the advice for the target in the snapshot shown.
+func (d *View) refresh() {
+	d.advice = d.advise(d.snap, d.target)
 	d.layout()
 }
 
-// Update scrolls the advice: up, down, page up and down, top and bottom,
-// the mouse wheel.
-func (d *detailView) Update(msg tea.Msg) tea.Cmd {
+// Update opens the screen on a target (common.OpenDetail), closes it,
+// takes the snapshot shown and the span (z), and the keys: K and F9 ask
+// to signal the process shown, the others scroll the advice (up, down,
+// page up and down, top and bottom, the mouse wheel).
+func (d *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case common.OpenDetail:
+		d.target, d.start, d.open = advisor.Target{DeviceID: msg.Dev, PID: msg.PID}, msg.Start, true
+		d.refresh()
+	case common.Closed:
+		d.open = false
+	case common.Shown:
+		d.snap, d.sev = msg.Snap, msg.Sev
+		if d.open {
+			d.refresh()
+		}
+	case common.Span:
+		d.span = time.Duration(msg)
+		if d.open {
+			d.refresh()
+		}
 	case tea.KeyPressMsg:
 		switch {
-		case key.Matches(msg, d.keys.Up):
+		case key.Matches(msg, d.ctx.Keys.Kill, d.ctx.Keys.Signal):
+			d.signal(key.Matches(msg, d.ctx.Keys.Signal))
+		case key.Matches(msg, d.ctx.Keys.Up):
 			d.adv.ScrollUp(1)
-		case key.Matches(msg, d.keys.Down):
+		case key.Matches(msg, d.ctx.Keys.Down):
 			d.adv.ScrollDown(1)
-		case key.Matches(msg, d.keys.PageUp):
+		case key.Matches(msg, d.ctx.Keys.PageUp):
 			d.adv.PageUp()
-		case key.Matches(msg, d.keys.PageDown):
+		case key.Matches(msg, d.ctx.Keys.PageDown):
 			d.adv.PageDown()
-		case key.Matches(msg, d.keys.Top):
+		case key.Matches(msg, d.ctx.Keys.Top):
 			d.adv.GotoTop()
-		case key.Matches(msg, d.keys.Bottom):
+		case key.Matches(msg, d.ctx.Keys.Bottom):
 			d.adv.GotoBottom()
 		}
 	case tea.MouseWheelMsg:
@@ -88,16 +133,43 @@ func (d *detailView) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// Bindings are the keys that scroll the advice.
-func (d *detailView) Bindings() []key.Binding {
-	return []key.Binding{d.keys.Up, d.keys.Down, d.keys.PageUp, d.keys.PageDown, d.keys.Top, d.keys.Bottom}
+// signal asks to signal the process shown, as listed in the snapshot.
+func (d *View) signal(list bool) {
+	t := d.target
+	if t.PID == 0 {
+		d.out.Status(true, "open a process (not a GPU) to signal it")
+		return
+	}
+	if dev, ok := d.device(); ok && !dev.NoProcessList && (!d.snap.ProcessesPending || dev.MIGEnabled) {
+		for _, p := range dev.Processes {
+			if p.PID == t.PID && p.StartTime.UnixNano() == d.start {
+				d.out.Post(common.Signal{Dev: dev.ID, Proc: p, Process: true, List: list})
+				return
+			}
+		}
+	}
+	d.out.Status(true, "PID %d is no longer listed", t.PID)
 }
 
-func (d detailView) device() (sampler.Device, bool) {
+// Bindings are the keys that scroll the advice and signal the process.
+func (d *View) Bindings() []key.Binding {
+	return []key.Binding{d.ctx.Keys.Up, d.ctx.Keys.Down, d.ctx.Keys.PageUp, d.ctx.Keys.PageDown, d.ctx.Keys.Top, d.ctx.Keys.Bottom, d.ctx.Keys.Kill, d.ctx.Keys.Signal}
+}
+
+// ShownSpan is the span the plot shows: the one asked for (z), shorter
+// while the history is.
+func (d *View) ShownSpan() time.Duration {
+	if dev, ok := d.device(); ok {
+		return d.shownSpan(dev)
+	}
+	return d.span
+}
+
+func (d View) device() (sampler.Device, bool) {
 	return d.snap.Device(d.target.DeviceID)
 }
 
-func (d detailView) process(dev sampler.Device) (sampler.Process, bool) {
+func (d View) process(dev sampler.Device) (sampler.Process, bool) {
 	for _, p := range dev.Processes {
 		if p.PID == d.target.PID && p.StartTime.UnixNano() == d.start {
 			return p, true
@@ -108,14 +180,14 @@ func (d detailView) process(dev sampler.Device) (sampler.Process, bool) {
 
 // headLines are the lines over the plot: the GPU, the process when one is
 // open, the legend; isProc is false when the process is gone.
-func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.Process, isProc bool) {
+func (d View) headLines(dev sampler.Device) (lines []string, proc sampler.Process, isProc bool) {
 	sev := d.sev.Of(dev)
-	title := d.st.Title.Render("GPU "+draw.DeviceLabel(dev)) + " " + dev.Name + " · " +
-		draw.Bytes(dev.MemoryUsed) + " / " + draw.Bytes(dev.MemoryTotal) + " " + d.st.Severity(sev.Severity).Render("("+draw.Pct(dev.UsedPercent())+")")
+	title := d.ctx.Styles.Title.Render("GPU "+draw.DeviceLabel(dev)) + " " + dev.Name + " · " +
+		draw.Bytes(dev.MemoryUsed) + " / " + draw.Bytes(dev.MemoryTotal) + " " + d.ctx.Styles.Severity(sev.Severity).Render("("+draw.Pct(dev.UsedPercent())+")")
 	if sev.Severity > advisor.Info {
-		title += " " + d.st.SeverityBadge(sev.Severity).Render(strings.ToUpper(sev.Severity.String()))
+		title += " " + d.ctx.Styles.SeverityBadge(sev.Severity).Render(strings.ToUpper(sev.Severity.String()))
 		if sev.Reason != "" {
-			title += " " + d.st.Severity(sev.Severity).Render(sev.Reason)
+			title += " " + d.ctx.Styles.Severity(sev.Severity).Render(sev.Reason)
 		}
 	}
 	title += " · peak " + draw.Bytes(dev.PeakUsed) + " · free " + draw.Bytes(dev.MemoryFree)
@@ -125,7 +197,7 @@ func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.
 		var found bool
 		proc, found = d.process(dev)
 		if !found {
-			lines = append(lines, d.st.Dim.Render(fmt.Sprintf("  PID %d is no longer listed on this GPU", d.target.PID)))
+			lines = append(lines, d.ctx.Styles.Dim.Render(fmt.Sprintf("  PID %d is no longer listed on this GPU", d.target.PID)))
 			isProc = false
 		} else {
 			user := proc.User
@@ -142,14 +214,14 @@ func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.
 			if !proc.Visible {
 				cmd = "(other PID namespace; run vramtop in the host PID namespace to name it) " + cmd
 			}
-			lines = append(lines, d.st.Accent.Render("PID "+strconv.FormatUint(uint64(proc.PID), 10))+" "+user+" · "+mem+
+			lines = append(lines, d.ctx.Styles.Accent.Render("PID "+strconv.FormatUint(uint64(proc.PID), 10))+" "+user+" · "+mem+
 				" · peak "+draw.Bytes(proc.PeakBytes)+" · "+cmd)
 		}
 	}
 	// The legend, as much of it as fits: what the marks mean first, then
 	// the keys.
 	parts := []string{fmt.Sprintf("last %s, peak per column", draw.Span(d.shownSpan(dev))),
-		fmt.Sprintf("dotted: warn %.0f%% / crit %.0f%%", d.th.Warn, d.th.Crit)}
+		fmt.Sprintf("dotted: warn %.0f%% / crit %.0f%%", d.ctx.Th.Warn, d.ctx.Th.Crit)}
 	if isProc {
 		parts = append([]string{"filled: this process", "line: whole GPU"}, parts...)
 	}
@@ -164,7 +236,7 @@ func (d detailView) headLines(dev sampler.Device) (lines []string, proc sampler.
 		}
 		legend += " · " + p
 	}
-	lines = append(lines, d.st.Dim.Render(legend))
+	lines = append(lines, d.ctx.Styles.Dim.Render(legend))
 	for i := range lines {
 		lines[i] = draw.Fit(lines[i], d.width)
 	}
@@ -179,7 +251,7 @@ const minDetailPlot = 10
 // layout sizes the plot and the advice: the plot takes at least half of
 // the view (and minDetailPlot lines), the advice what it needs of the
 // rest, scrolling when that is not enough.
-func (d *detailView) layout() {
+func (d *View) layout() {
 	if d.target != d.advFor {
 		d.adv = viewport.New()
 		d.advFor = d.target
@@ -189,7 +261,7 @@ func (d *detailView) layout() {
 	if d.width <= 0 || d.height <= 0 || !ok {
 		return
 	}
-	frameW, frameH := d.st.Box.GetHorizontalFrameSize(), d.st.Box.GetVerticalFrameSize()
+	frameW, frameH := d.ctx.Styles.Box.GetHorizontalFrameSize(), d.ctx.Styles.Box.GetVerticalFrameSize()
 	inner := d.width - frameW
 	var lines []string
 	if inner >= 10 {
@@ -219,18 +291,18 @@ func (d *detailView) layout() {
 }
 
 // scrolls reports whether the advice is longer than its panel.
-func (d detailView) scrolls() bool {
-	return d.advH > 0 && d.advLines > d.advH-d.st.Box.GetVerticalFrameSize()
+func (d View) scrolls() bool {
+	return d.advH > 0 && d.advLines > d.advH-d.ctx.Styles.Box.GetVerticalFrameSize()
 }
 
 // View renders the detail screen.
-func (d detailView) View() string {
+func (d View) View() string {
 	if d.width <= 0 || d.height <= 0 {
 		return ""
 	}
 	dev, ok := d.device()
 	if !ok {
-		return d.st.Dim.Render(draw.Fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
+		return d.ctx.Styles.Dim.Render(draw.Fit("  GPU "+d.target.DeviceID+" is no longer reported", d.width))
 	}
 	// The head again: the span it names changes with z between layouts.
 	head, proc, isProc := d.headLines(dev)
@@ -242,7 +314,7 @@ func (d detailView) View() string {
 		if dev.History.Len() > 0 {
 			msg = "  too little room for a plot that sets the warn and crit lines apart"
 		}
-		parts = append(parts, draw.PadLines(d.st.Dim.Render(draw.Fit(msg, d.width)), d.plotH))
+		parts = append(parts, draw.PadLines(d.ctx.Styles.Dim.Render(draw.Fit(msg, d.width)), d.plotH))
 	}
 	if d.advH > 0 {
 		parts = append(parts, d.adviceView())
@@ -250,13 +322,13 @@ func (d detailView) View() string {
 	return draw.ClampLines(strings.Join(parts, "\n"), d.width, d.height)
 }
 
-func (d detailView) shownSpan(dev sampler.Device) time.Duration {
+func (d View) shownSpan(dev sampler.Device) time.Duration {
 	spec := draw.PlotSpec{Width: d.width, TotalGiB: float64(dev.MemoryTotal) / draw.GiB, XAxis: time.Second}
 	return draw.SpanFor(dev.History, d.snap.Time, d.snap.Interval, d.span, max(draw.PlotDots(spec), 1))
 }
 
-func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, h int) string {
-	spec := draw.PlotSpec{Width: d.width, Height: h, TotalGiB: float64(dev.MemoryTotal) / draw.GiB, Th: d.th, XAxis: time.Second}
+func (d View) plot(dev sampler.Device, proc sampler.Process, isProc bool, h int) string {
+	spec := draw.PlotSpec{Width: d.width, Height: h, TotalGiB: float64(dev.MemoryTotal) / draw.GiB, Th: d.ctx.Th, XAxis: time.Second}
 	n := draw.PlotDots(spec)
 	if n < 2 || draw.PlotRows(spec) < draw.MinPlotRows {
 		return ""
@@ -270,18 +342,18 @@ func (d detailView) plot(dev sampler.Device, proc sampler.Process, isProc bool, 
 		// The process filled under the whole GPU's line: they differ
 		// without colour too.
 		spec.Lines = []draw.PlotLine{
-			{Vals: draw.Series(proc.History, from, to, n), Fill: true, P: &d.st.PAccent},
-			{Vals: devLine, P: &d.st.PDim},
+			{Vals: draw.Series(proc.History, from, to, n), Fill: true, P: &d.ctx.Styles.PAccent},
+			{Vals: devLine, P: &d.ctx.Styles.PDim},
 		}
 	} else {
 		spec.Lines = []draw.PlotLine{{Vals: devLine}}
 	}
-	return draw.Plot(d.st, spec)
+	return draw.Plot(d.ctx.Styles, spec)
 }
 
 // adviceLines is the advice wrapped to width cells, continuation lines
 // indented under their first.
-func (d detailView) adviceLines(width int) []string {
+func (d View) adviceLines(width int) []string {
 	var lines []string
 	add := func(prefix, text string) {
 		pw := common.CellWidth(prefix)
@@ -295,10 +367,10 @@ func (d detailView) adviceLines(width int) []string {
 		}
 	}
 	for _, a := range d.advice {
-		tag := d.st.SeverityBadge(a.Severity).Render(strings.ToUpper(a.Severity.String()))
+		tag := d.ctx.Styles.SeverityBadge(a.Severity).Render(strings.ToUpper(a.Severity.String()))
 		add(tag+" ", a.Title)
 		if a.Detail != "" {
-			add("  ", d.st.Dim.Render(a.Detail))
+			add("  ", d.ctx.Styles.Dim.Render(a.Detail))
 		}
 		for _, r := range a.Remedies {
 			l := r.Name
@@ -306,14 +378,14 @@ func (d detailView) adviceLines(width int) []string {
 				l += ": " + r.Saving
 			}
 			if r.Cost != "" {
-				l += d.st.Dim.Render(" · cost: " + r.Cost)
+				l += d.ctx.Styles.Dim.Render(" · cost: " + r.Cost)
 			}
 			if r.Covers {
-				l += " " + d.st.Severity(advisor.Info).Render("✓ covers it")
+				l += " " + d.ctx.Styles.Severity(advisor.Info).Render("✓ covers it")
 			}
 			add("  • ", l)
 			if r.How != "" {
-				add("    ", d.st.Accent.Render(r.How))
+				add("    ", d.ctx.Styles.Accent.Render(r.How))
 			}
 		}
 	}
@@ -322,12 +394,12 @@ func (d detailView) adviceLines(width int) []string {
 
 // adviceView is the advice panel at its scroll position; its last line says
 // how much more there is when it does not all fit.
-func (d detailView) adviceView() string {
+func (d View) adviceView() string {
 	body := d.adv.View()
 	if d.scrolls() {
 		shown := min(d.adv.YOffset()+d.adv.Height(), d.advLines)
 		more := fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn: scroll", d.adv.YOffset()+1, shown, d.advLines)
-		body += "\n" + d.st.Dim.Render(draw.Fit(more, d.adv.Width()))
+		body += "\n" + d.ctx.Styles.Dim.Render(draw.Fit(more, d.adv.Width()))
 	}
-	return d.st.Box.Width(d.width).Render(body)
+	return d.ctx.Styles.Box.Width(d.width).Render(body)
 }

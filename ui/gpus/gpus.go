@@ -1,4 +1,7 @@
-package ui
+// Package gpus is the live view's GPU pane: a full panel per GPU (bar,
+// figures and a plot of used memory), or one line per GPU with an inline
+// sparkline when there are many or little room.
+package gpus
 
 import (
 	"strings"
@@ -24,43 +27,75 @@ const (
 	compactAt      = 8 // GPUs from which the panel is one line per GPU
 )
 
-// gpuPane shows each GPU: a full panel with bar and sparkline, or one line
+// Pane shows each GPU: a full panel with bar and sparkline, or one line
 // per GPU with an inline sparkline when there are many GPUs or little room.
-type gpuPane struct {
-	st      common.Styles
-	keys    common.KeyMap
-	th      advisor.Thresholds
-	width   int
-	height  int
-	focused bool
-	compact bool
-	panelH  int
-	graphH  int                      // lines of the selected GPU's graph under the compact list
-	sev     draw.SevIndex            // the advisor's severity of each device
-	notify  *notifier                // what is watched (w); nil without --notify
-	claim   func(uuid string) string // who claimed a GPU (Options.Claim); nil: no claims
-	colHead bool                     // the compact list has its column header line
-	span    time.Duration
+type Pane struct {
+	ctx      *common.Context
+	out      *common.Outbox
+	width    int
+	height   int
+	focused  bool
+	compact  bool
+	panelH   int
+	graphH   int                      // lines of the selected GPU's graph under the compact list
+	sev      draw.SevIndex            // the advisor's severity of each device
+	watching func(id string) bool     // whether a GPU is watched (w); nil: none is
+	claim    func(uuid string) string // who claimed a GPU (Options.Claim); nil: no claims
+	colHead  bool                     // the compact list has its column header line
+	span     time.Duration
 
 	snap     sampler.Snapshot
 	sel, off int
 }
 
-func newGPUPane(st common.Styles, keys common.KeyMap, th advisor.Thresholds) gpuPane {
-	return gpuPane{st: st, keys: keys, th: th, span: draw.DefaultSpan, panelH: panelTextLines}
+// New returns the pane. watching says whether a GPU is watched (w), claim
+// who claimed it; either may be nil.
+func New(ctx *common.Context, out *common.Outbox, watching func(id string) bool, claim func(uuid string) string) *Pane {
+	return &Pane{ctx: ctx, out: out, watching: watching, claim: claim, span: draw.DefaultSpan, panelH: panelTextLines}
 }
 
-// SetSnapshot sets the devices shown.
-func (g *gpuPane) SetSnapshot(snap sampler.Snapshot) {
+// Compact draws GPUs as the compact list does, for a list of others' (the
+// fleet's hosts).
+type Compact struct{ g Pane }
+
+// NewCompact returns the compact lines at width, coloured by sev.
+func NewCompact(ctx *common.Context, sev draw.SevIndex, width int) *Compact {
+	return &Compact{Pane{ctx: ctx, compact: true, sev: sev, width: width, span: draw.DefaultSpan, panelH: panelTextLines}}
+}
+
+// Line is d's line among the devices of snap.
+func (c *Compact) Line(snap sampler.Snapshot, d sampler.Device) string {
+	c.g.snap = snap
+	return c.g.compactLine(d, false)
+}
+
+// setSnapshot sets the devices shown.
+func (g *Pane) setSnapshot(snap sampler.Snapshot) {
 	g.snap = snap
 	g.sel = draw.Clamp(g.sel, 0, len(snap.Devices)-1)
 	g.scroll()
 }
 
+// SetSize gives the pane its size as it is; Layout picks its form and
+// height for a body shared with the process table.
+func (g *Pane) SetSize(w, h int) {
+	g.width, g.height = w, h
+	g.scroll()
+}
+
+// Compact reports whether the pane shows one line per GPU.
+func (g *Pane) Compact() bool { return g.compact }
+
+// Bindings are the keys the pane takes when focused.
+func (g *Pane) Bindings() []key.Binding {
+	k := &g.ctx.Keys
+	return []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.Enter}
+}
+
 // Layout picks the full or compact form for a pane of width w and at most
 // maxH lines, given that the process table wants procWant lines and needs
 // procMin; it returns the height the pane takes.
-func (g *gpuPane) Layout(w, maxH, procMin, procWant int) int {
+func (g *Pane) Layout(w, maxH, procMin, procWant int) int {
 	n := len(g.snap.Devices)
 	g.width = w
 	if n == 0 {
@@ -107,7 +142,7 @@ const fullMinWidth = textBlockMin + 2 + 24
 
 const textBlockMin = 34
 
-func (g *gpuPane) perPage() int {
+func (g *Pane) perPage() int {
 	if g.compact {
 		if g.colHead {
 			return max(g.height-g.graphH-1, 1)
@@ -117,7 +152,7 @@ func (g *gpuPane) perPage() int {
 	return max(g.height/max(g.panelH, 1), 1)
 }
 
-func (g *gpuPane) scroll() {
+func (g *Pane) scroll() {
 	n := g.perPage()
 	if g.sel < g.off {
 		g.off = g.sel
@@ -128,18 +163,34 @@ func (g *gpuPane) scroll() {
 	g.off = draw.Clamp(g.off, 0, max(len(g.snap.Devices)-n, 0))
 }
 
-// Update moves the selection.
-func (g *gpuPane) Update(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
+// Update takes the devices shown (common.Shown), the focus, the span of
+// the graphs (z) and the keys: moving the selection, enter opening its
+// detail.
+func (g *Pane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case common.Shown:
+		g.sev = msg.Sev
+		g.setSnapshot(msg.Snap)
+	case common.Focus:
+		g.focused = bool(msg)
+	case common.Span:
+		g.span = time.Duration(msg)
+	case tea.KeyPressMsg:
+		if key.Matches(msg, g.ctx.Keys.Enter) {
+			if d, ok := g.Selected(); ok {
+				g.out.Post(common.OpenDetail{Dev: d.ID})
+			}
+			return nil
+		}
 		n := len(g.snap.Devices)
 		switch {
-		case key.Matches(k, g.keys.Up):
+		case key.Matches(msg, g.ctx.Keys.Up):
 			g.sel--
-		case key.Matches(k, g.keys.Down):
+		case key.Matches(msg, g.ctx.Keys.Down):
 			g.sel++
-		case key.Matches(k, g.keys.Top):
+		case key.Matches(msg, g.ctx.Keys.Top):
 			g.sel = 0
-		case key.Matches(k, g.keys.Bottom):
+		case key.Matches(msg, g.ctx.Keys.Bottom):
 			g.sel = n - 1
 		}
 		g.sel = draw.Clamp(g.sel, 0, n-1)
@@ -148,8 +199,23 @@ func (g *gpuPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// DeviceAt is the index of the device drawn on line y of the pane.
-func (g *gpuPane) DeviceAt(y int) (int, bool) {
+// Click selects the GPU drawn on line y of the pane and opens its detail;
+// it reports whether a GPU was there.
+func (g *Pane) Click(_, y int) bool {
+	i, ok := g.deviceAt(y)
+	if !ok {
+		return false
+	}
+	g.sel = i
+	g.scroll()
+	if d, ok := g.Selected(); ok {
+		g.out.Post(common.OpenDetail{Dev: d.ID})
+	}
+	return true
+}
+
+// deviceAt is the index of the device drawn on line y of the pane.
+func (g *Pane) deviceAt(y int) (int, bool) {
 	if g.compact && g.colHead {
 		y--
 	}
@@ -172,7 +238,7 @@ func (g *gpuPane) DeviceAt(y int) (int, bool) {
 }
 
 // Selected returns the selected device.
-func (g *gpuPane) Selected() (sampler.Device, bool) {
+func (g *Pane) Selected() (sampler.Device, bool) {
 	if g.sel < 0 || g.sel >= len(g.snap.Devices) {
 		return sampler.Device{}, false
 	}
@@ -180,17 +246,17 @@ func (g *gpuPane) Selected() (sampler.Device, bool) {
 }
 
 // View renders the pane.
-func (g gpuPane) View() string {
+func (g Pane) View() string {
 	if g.width <= 0 || g.height <= 0 {
 		return ""
 	}
 	devs := g.snap.Devices
 	if len(devs) == 0 {
-		return g.st.Dim.Render(draw.Fit("  no GPU found", g.width))
+		return g.ctx.Styles.Dim.Render(draw.Fit("  no GPU found", g.width))
 	}
 	var parts []string
 	if g.compact && g.colHead {
-		parts = append(parts, g.st.ColHeader.Render(draw.Fit(g.compactHeader(), g.width)))
+		parts = append(parts, g.ctx.Styles.ColHeader.Render(draw.Fit(g.compactHeader(), g.width)))
 	}
 	for i := g.off; i < len(devs) && i < g.off+g.perPage(); i++ {
 		if g.compact {
@@ -208,24 +274,24 @@ func (g gpuPane) View() string {
 }
 
 // selectedGraph is the selected GPU's memory graph under the compact list.
-func (g gpuPane) selectedGraph(d sampler.Device) string {
-	title := g.st.Dim.Render(draw.Fit("  GPU "+draw.DeviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · dotted: warn / crit", g.width))
+func (g Pane) selectedGraph(d sampler.Device) string {
+	title := g.ctx.Styles.Dim.Render(draw.Fit("  GPU "+draw.DeviceLabel(d)+" "+g.name(d)+" · used memory, peak per column · dotted: warn / crit", g.width))
 	p := g.sparkline(d, g.width-2, g.graphH-1)
 	if p == "" {
-		p = g.st.Dim.Render("  collecting history…")
+		p = g.ctx.Styles.Dim.Render("  collecting history…")
 	} else {
-		p = Indent(p, "  ")
+		p = indent(p, "  ")
 	}
 	return title + "\n" + p
 }
 
-func Indent(s, pre string) string {
+func indent(s, pre string) string {
 	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
 }
 
-func (g gpuPane) marker(sel bool) string {
+func (g Pane) marker(sel bool) string {
 	if sel && g.focused {
-		return g.st.Accent.Render("▶ ")
+		return g.ctx.Styles.Accent.Render("▶ ")
 	}
 	if sel {
 		return "› "
@@ -235,7 +301,7 @@ func (g gpuPane) marker(sel bool) string {
 
 // name is the device's name; a MIG instance leads with its profile (its ID
 // already names the parent GPU).
-func (g gpuPane) name(d sampler.Device) string {
+func (g Pane) name(d sampler.Device) string {
 	n := draw.ShortName(d.Name)
 	if d.MIG != nil && d.MIG.Profile != "" {
 		n = "MIG " + d.MIG.Profile + " · " + strings.TrimSpace(strings.Replace(n, "MIG "+d.MIG.Profile, "", 1))
@@ -248,15 +314,15 @@ func (g gpuPane) name(d sampler.Device) string {
 
 // watchMark marks a GPU watched with w: a notification comes when it is
 // free.
-func (g gpuPane) watchMark(d sampler.Device) string {
-	if g.notify != nil && g.notify.Watching(d.ID) {
+func (g Pane) watchMark(d sampler.Device) string {
+	if g.watching != nil && g.watching(d.ID) {
 		return "◎ "
 	}
 	return ""
 }
 
 // claimOf says who claimed d ("" when nobody did).
-func (g gpuPane) claimOf(d sampler.Device) string {
+func (g Pane) claimOf(d sampler.Device) string {
 	if g.claim == nil || d.UUID == "" {
 		return ""
 	}
@@ -264,7 +330,7 @@ func (g gpuPane) claimOf(d sampler.Device) string {
 }
 
 // claimMark marks a GPU someone claimed with vramtop pick or wait.
-func (g gpuPane) claimMark(d sampler.Device) string {
+func (g Pane) claimMark(d sampler.Device) string {
 	if g.claimOf(d) != "" {
 		return "⚑ "
 	}
@@ -273,31 +339,31 @@ func (g gpuPane) claimMark(d sampler.Device) string {
 
 // sevTag names the advisor's severity of the device in words, so it reads
 // without colour.
-func (g gpuPane) sevTag(d sampler.Device) string {
+func (g Pane) sevTag(d sampler.Device) string {
 	switch s := g.sev.Of(d).Severity; s {
 	case advisor.Warn:
-		return g.st.SeverityBadge(s).Render("WARN")
+		return g.ctx.Styles.SeverityBadge(s).Render("WARN")
 	case advisor.Crit:
-		return g.st.SeverityBadge(s).Render("CRIT")
+		return g.ctx.Styles.SeverityBadge(s).Render("CRIT")
 	}
 	return ""
 }
 
 // sevWhy is why the device is in its state where its reading does not say
 // ("peak 86.7% 19 s ago"), in the severity's colour; "" when it does.
-func (g gpuPane) sevWhy(d sampler.Device) string {
+func (g Pane) sevWhy(d sampler.Device) string {
 	s := g.sev.Of(d)
 	if s.Reason == "" || s.Severity == advisor.Info {
 		return ""
 	}
-	return g.st.Severity(s.Severity).Render(s.Reason)
+	return g.ctx.Styles.Severity(s.Severity).Render(s.Reason)
 }
 
-func (g gpuPane) panel(d sampler.Device, sel bool) string {
+func (g Pane) panel(d sampler.Device, sel bool) string {
 	leftW := draw.Clamp(g.width*2/5, textBlockMin, 56)
 	rightW := g.width - leftW - 2
 	sev := g.sev.Of(d).Severity
-	title := g.marker(sel) + g.st.Title.Render("GPU "+draw.DeviceLabel(d)) + " " + g.watchMark(d) + g.claimMark(d) + g.name(d)
+	title := g.marker(sel) + g.ctx.Styles.Title.Render("GPU "+draw.DeviceLabel(d)) + " " + g.watchMark(d) + g.claimMark(d) + g.name(d)
 	if tag := g.sevTag(d); tag != "" {
 		title += " " + tag
 	}
@@ -311,17 +377,17 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		pct = draw.NA
 	}
 	barW := leftW - 2 - 5
-	bar := "  " + draw.MemBar(g.st, d, sev, barW) + " " + g.st.Severity(sev).Render(draw.FitRight(pct, 4))
+	bar := "  " + draw.MemBar(g.ctx.Styles, d, sev, barW) + " " + g.ctx.Styles.Severity(sev).Render(draw.FitRight(pct, 4))
 	mem := "  " + draw.Bytes(d.MemoryUsed) + " / " + draw.Bytes(d.MemoryTotal)
-	mem += g.st.Dim.Render(" · rsv " + draw.OptBytes(d.MemoryReserved))
+	mem += g.ctx.Styles.Dim.Render(" · rsv " + draw.OptBytes(d.MemoryReserved))
 	info := "  util " + draw.OptPct(d.UtilizationPercent) + " · " + draw.Temp(d.TemperatureC)
 	if d.PowerWatts != nil {
 		info += " · " + draw.Power(d.PowerWatts)
 	}
 	if why, down := draw.HostDown(d); down {
-		info = "  " + g.st.Warning.Render("last values, "+draw.DownShort(why))
+		info = "  " + g.ctx.Styles.Warning.Render("last values, "+draw.DownShort(why))
 	} else if d.Err != "" {
-		info = "  " + g.st.Error.Render("error: "+d.Err)
+		info = "  " + g.ctx.Styles.Error.Render("error: "+d.Err)
 	}
 	lines := []string{title, bar, mem, info}
 	if why != "" {
@@ -329,7 +395,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		lines = []string{title, "  " + why, bar, mem, info}
 	}
 	if c := g.claimOf(d); c != "" {
-		claimed := g.st.Warning.Render("claimed by " + c)
+		claimed := g.ctx.Styles.Warning.Render("claimed by " + c)
 		if common.CellWidth(title)+1+common.CellWidth(claimed) <= leftW {
 			title += " " + claimed
 			lines[0] = title
@@ -340,7 +406,7 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		}
 	}
 	if g.panelH > len(lines) {
-		lines = append(lines, g.st.Dim.Render("  free "+draw.Bytes(d.MemoryFree)+" · peak "+draw.Bytes(d.PeakUsed)))
+		lines = append(lines, g.ctx.Styles.Dim.Render("  free "+draw.Bytes(d.MemoryFree)+" · peak "+draw.Bytes(d.PeakUsed)))
 	}
 	for len(lines) < g.panelH {
 		lines = append(lines, "")
@@ -359,9 +425,9 @@ func (g gpuPane) panel(d sampler.Device, sel bool) string {
 		// blocks, coloured by the level each column reached.
 		now := g.snap.Time
 		span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, rightW)
-		right = draw.InlineSpark(g.st, draw.Series(d.History, now.Add(-span), now.Add(1), rightW), float64(d.MemoryTotal)/draw.GiB, g.th)
+		right = draw.InlineSpark(g.ctx.Styles, draw.Series(d.History, now.Add(-span), now.Add(1), rightW), float64(d.MemoryTotal)/draw.GiB, g.ctx.Th)
 	case right == "":
-		right = g.st.Dim.Render(draw.Fit("collecting history…", rightW))
+		right = g.ctx.Styles.Dim.Render(draw.Fit("collecting history…", rightW))
 	}
 	return besides(lines, leftW, "  ", right)
 }
@@ -394,8 +460,8 @@ func besides(left []string, leftW int, sep, block string) string {
 
 // sparkline is the plot of the device's used memory beside its panel,
 // peak-held per column, with the thresholds drawn.
-func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
-	spec := draw.PlotSpec{Width: w, Height: h, TotalGiB: float64(d.MemoryTotal) / draw.GiB, Th: g.th}
+func (g Pane) sparkline(d sampler.Device, w, h int) string {
+	spec := draw.PlotSpec{Width: w, Height: h, TotalGiB: float64(d.MemoryTotal) / draw.GiB, Th: g.ctx.Th}
 	n := draw.PlotDots(spec)
 	if n < 2 || d.History.Len() == 0 {
 		return ""
@@ -403,11 +469,11 @@ func (g gpuPane) sparkline(d sampler.Device, w, h int) string {
 	now := g.snap.Time
 	span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, n)
 	spec.Lines = []draw.PlotLine{{Vals: draw.Series(d.History, now.Add(-span), now.Add(1), n)}}
-	return draw.Plot(g.st, spec)
+	return draw.Plot(g.ctx.Styles, spec)
 }
 
 // compactWidths are the widths of the compact line's ID, name and bar.
-func (g gpuPane) compactWidths() (idW, nameW, barW int) {
+func (g Pane) compactWidths() (idW, nameW, barW int) {
 	idW = 3
 	for _, x := range g.snap.Devices {
 		idW = max(idW, len(draw.DeviceLabel(x)))
@@ -417,23 +483,23 @@ func (g gpuPane) compactWidths() (idW, nameW, barW int) {
 
 // compactHeader names the columns of the compact lines: USE% is the
 // memory used of the GPU's total, UTIL its compute utilisation.
-func (g gpuPane) compactHeader() string {
+func (g Pane) compactHeader() string {
 	idW, nameW, barW := g.compactWidths()
 	return "  " + draw.Fit("GPU", idW) + " " + draw.Fit("NAME", nameW) + " " + draw.Fit("MEMORY", barW) + " " +
 		draw.FitRight("USED/TOTAL", 13) + " " + draw.FitRight("USE%", 4) + " " + draw.Fit("", 4) + " " +
-		draw.FitRight("UTIL", 4) + " " + draw.FitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(draw.Span(g.shownSpan()))
+		draw.FitRight("UTIL", 4) + " " + draw.FitRight("TEMP", 5) + " " + "USED, LAST " + strings.ToUpper(draw.Span(g.ShownSpan()))
 }
 
-// shownSpan is the span the selected GPU's history fills of the one asked
+// ShownSpan is the span the selected GPU's history fills of the one asked
 // for (z): the compact header and the status line after z both say it.
-func (g gpuPane) shownSpan() time.Duration {
+func (g Pane) ShownSpan() time.Duration {
 	if d, ok := g.Selected(); ok {
 		return draw.SpanFor(d.History, g.snap.Time, g.snap.Interval, g.span, 1)
 	}
 	return g.span
 }
 
-func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
+func (g Pane) compactLine(d sampler.Device, sel bool) string {
 	w := g.width
 	idW, nameW, barW := g.compactWidths()
 	sev := g.sev.Of(d).Severity
@@ -453,19 +519,19 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 	mark := g.watchMark(d) + g.claimMark(d)
 	name = mark + draw.ElideName(name, nameW-common.CellWidth(mark))
 	line := g.marker(sel) + draw.Fit(draw.DeviceLabel(d), idW) + " " + draw.Fit(name, nameW) + " " +
-		draw.MemBar(g.st, d, sev, barW) + " " + draw.FitRight(mem, 13) + " " + g.st.Severity(sev).Render(draw.FitRight(pct, 4)) + " " + tag
+		draw.MemBar(g.ctx.Styles, d, sev, barW) + " " + draw.FitRight(mem, 13) + " " + g.ctx.Styles.Severity(sev).Render(draw.FitRight(pct, 4)) + " " + tag
 	if why, down := draw.HostDown(d); down {
 		// The last values seen, dimmed, and since when.
-		return g.st.PDim.On(ansi.Strip(draw.Fit(line+" last values, "+draw.DownShort(why), w)))
+		return g.ctx.Styles.PDim.On(ansi.Strip(draw.Fit(line+" last values, "+draw.DownShort(why), w)))
 	}
 	if d.Err != "" {
-		return draw.Fit(line+" "+g.st.Error.Render("error: "+d.Err), w)
+		return draw.Fit(line+" "+g.ctx.Styles.Error.Render("error: "+d.Err), w)
 	}
 	line += " " + draw.FitRight(draw.OptPct(d.UtilizationPercent), 4) + " " + draw.FitRight(draw.Temp(d.TemperatureC), 5) + " "
 	if st := g.sev.Of(d); st.Reason != "" && st.Severity != advisor.Info {
 		// The note drops whole words rather than cut a figure.
 		if why := draw.Elide(st.Reason, w-lipgloss.Width(line)-1); why != "" && why != "…" {
-			line += g.st.Severity(st.Severity).Render(why) + " "
+			line += g.ctx.Styles.Severity(st.Severity).Render(why) + " "
 		}
 	}
 	rest := w - lipgloss.Width(line)
@@ -473,7 +539,7 @@ func (g gpuPane) compactLine(d sampler.Device, sel bool) string {
 		now := g.snap.Time
 		span := draw.SpanFor(d.History, now, g.snap.Interval, g.span, rest)
 		vals := draw.Series(d.History, now.Add(-span), now.Add(1), rest)
-		line += draw.InlineSpark(g.st, vals, float64(d.MemoryTotal)/draw.GiB, g.th)
+		line += draw.InlineSpark(g.ctx.Styles, vals, float64(d.MemoryTotal)/draw.GiB, g.ctx.Th)
 	}
 	return draw.Fit(line, w)
 }
