@@ -41,7 +41,9 @@ func hasDep(deps []string, prefix string) bool {
 }
 
 // uiPartUses are the other parts a part of the live view draws with.
-var uiPartUses = map[string][]string{}
+var uiPartUses = map[string][]string{
+	"hosts": {"gpus"}, // each host's GPUs in the GPU pane's compact lines
+}
 
 // Only the NVML source links go-nvml, so explain, replay, fleet and the demo
 // build for machines without NVML or a C compiler; the advisor knows nothing

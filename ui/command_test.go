@@ -8,6 +8,7 @@ import (
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // A process's container shows in the --once table as in the live view, and
@@ -31,7 +32,7 @@ func TestContainerShownInTableAndLiveView(t *testing.T) {
 	}
 	want := []string{"[4f9c2d1e8b7a] python serve.py", "(other PID namespace; container 0123456789ab)"}
 	for i, w := range want {
-		if got := commandCell(snap.Devices[0].Processes[i]); got != w {
+		if got := procs.CommandCell(snap.Devices[0].Processes[i]); got != w {
 			t.Errorf("live view's command cell %q, want %q", got, w)
 		}
 		if !strings.Contains(b.String(), w) {

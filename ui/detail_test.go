@@ -14,6 +14,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // advisedModel is a live view with the real advisor (its monitor gives the
@@ -241,7 +242,7 @@ func TestReplayOfAnUnsetClock(t *testing.T) {
 // as the live view does, held in warning by its recent peak.
 func TestOnceTableTakesTheAdvisorsSeverity(t *testing.T) {
 	st := common.NewStyles(true, false)
-	out := renderTable(st, issueSnap(), advisor.DefaultThresholds())
+	out := procs.RenderTable(st, issueSnap(), advisor.DefaultThresholds())
 	var row0, row1 string
 	for _, l := range strings.Split(out, "\n") {
 		switch plain := ansi.Strip(l); {

@@ -12,6 +12,7 @@ import (
 	"github.com/vramtop/vramtop/ui/detail"
 	"github.com/vramtop/vramtop/ui/draw"
 	"github.com/vramtop/vramtop/ui/gpus"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // fixedStart is the fixed clock of the tests.
@@ -163,6 +164,12 @@ func detailPeek(m *Model) detail.Peek { return m.detail.(*detail.View).Peek() }
 
 // compactGPUs reports whether m's GPU pane shows one line per GPU.
 func compactGPUs(m *Model) bool { return m.gpus.(*gpus.Pane).Compact() }
+
+// procsOf is m's process table.
+func procsOf(m *Model) *procs.Table { return m.procs.(*procs.Table) }
+
+// procsPeek is what m's process table shows.
+func procsPeek(m *Model) procs.Peek { return procsOf(m).Peek() }
 
 // helpOpen reports whether the help screen is open.
 func (m *Model) helpOpen() bool { return m.open >= 0 && m.screens[m.open].key == &m.ctx.Keys.Help }

@@ -9,6 +9,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // fleetSnap is a fleet of three hosts of two GPUs each; node-c is seen
@@ -120,27 +121,26 @@ func TestWriteTableOneHostLabels(t *testing.T) {
 // totals, and without unattributed memory.
 func TestProcPaneSeveralHosts(t *testing.T) {
 	snap := fleetSnap(t)
-	p := newProcPane(&common.Outbox{})
-	p.setStyles(common.NewStyles(true, true), common.NewKeyMap(false))
-	p.SetUser(testUser)
+	ctx := &common.Context{Styles: common.NewStyles(true, true), Keys: common.NewKeyMap(false), User: testUser}
+	p := procs.New(ctx, &common.Outbox{})
 	p.SetSize(140, 40)
-	p.SetSnapshot(snap)
-	if len(p.rows) == 0 {
+	p.Update(common.Shown{Snap: snap, All: snap})
+	if len(p.Peek().Rows) == 0 {
 		t.Fatal("no rows")
 	}
 	seenUnlisted := false
-	for i, r := range p.rows {
-		host, _, ok := strings.Cut(r.devLabel, ":")
+	for i, r := range p.Peek().Rows {
+		host, _, ok := strings.Cut(r.DevLabel, ":")
 		if !ok {
-			t.Errorf("row %d: GPU label %q lacks the host", i, r.devLabel)
+			t.Errorf("row %d: GPU label %q lacks the host", i, r.DevLabel)
 		}
 		if host == "node-c" {
-			if r.kind != rowUnlisted {
-				t.Errorf("row %d: node-c has a row of kind %d, want only unlisted rows", i, r.kind)
+			if r.Kind != procs.RowUnlisted {
+				t.Errorf("row %d: node-c has a row of kind %d, want only unlisted rows", i, r.Kind)
 			}
 			seenUnlisted = true
 		} else if seenUnlisted {
-			t.Errorf("row %d (%s) comes after an unlisted device", i, r.devLabel)
+			t.Errorf("row %d (%s) comes after an unlisted device", i, r.DevLabel)
 		}
 	}
 	if !seenUnlisted {
@@ -152,10 +152,12 @@ func TestProcPaneSeveralHosts(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, view)
 		}
 	}
-	p.group = groupUser
-	p.refresh()
-	for _, r := range p.rows {
-		if r.user == "(unknown)" || r.nprocs == 0 && r.user != "(unattributed)" {
+	p.Update(keyPress("u")) // by user
+	if p.Peek().Group != procs.GroupUser {
+		t.Fatal("u should group by user")
+	}
+	for _, r := range p.Peek().Rows {
+		if r.User == "(unknown)" || r.NProcs == 0 && r.User != "(unattributed)" {
 			t.Errorf("an unlisted device became a user group: %+v", r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // The function keys of htop, nvtop and nvitop act beside the letters.
@@ -25,19 +26,19 @@ func TestFunctionKeys(t *testing.T) {
 		t.Fatal("F1 again should close the help")
 	}
 	keys(m, "f3")
-	if !m.procs.input.Focused() {
+	if !procsPeek(m).Filtering {
 		t.Fatal("F3 should open the search (the filter)")
 	}
 	keys(m, "b", "o", "b", "enter")
-	for _, r := range m.procs.rows {
-		if r.kind == rowProc && r.proc.User != "bob" {
-			t.Fatalf("after F3 bob: %s's PID %d is listed", r.proc.User, r.proc.PID)
+	for _, r := range procsPeek(m).Rows {
+		if r.Kind == procs.RowProc && r.Proc.User != "bob" {
+			t.Fatalf("after F3 bob: %s's PID %d is listed", r.Proc.User, r.Proc.PID)
 		}
 	}
 	keys(m, "esc")
 
 	// F9: a list of signals, SIGTERM first, SIGKILL offered.
-	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	r := selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	keys(m, "f9")
 	s := screenText(m)
 	if !m.prompt.Active() || promptPeek(m).Signal != syscall.SIGTERM || !strings.Contains(s, "send SIGTERM to PID") ||
@@ -49,11 +50,11 @@ func TestFunctionKeys(t *testing.T) {
 		t.Fatalf("the prompt should say the signal chosen:\n%s", screenText(m))
 	}
 	keys(m, "enter")
-	if want := fmt.Sprintf("%d:SIGKILL", r.proc.PID); len(*killed) != 1 || (*killed)[0] != want {
+	if want := fmt.Sprintf("%d:SIGKILL", r.Proc.PID); len(*killed) != 1 || (*killed)[0] != want {
 		t.Fatalf("killed %v, want %s", *killed, want)
 	}
 	keys(m, "f9", "2", "y")
-	if want := fmt.Sprintf("%d:SIGINT", r.proc.PID); len(*killed) != 2 || (*killed)[1] != want {
+	if want := fmt.Sprintf("%d:SIGINT", r.Proc.PID); len(*killed) != 2 || (*killed)[1] != want {
 		t.Fatalf("killed %v, want %s", *killed, want)
 	}
 
@@ -93,9 +94,9 @@ func header(t *testing.T, m *Model) (line string, y int) {
 
 func livePIDs(m *Model) []int {
 	var out []int
-	for _, r := range m.procs.rows {
-		if r.kind == rowProc && !r.proc.Exited {
-			out = append(out, int(r.proc.PID))
+	for _, r := range procsPeek(m).Rows {
+		if r.Kind == procs.RowProc && !r.Proc.Exited {
+			out = append(out, int(r.Proc.PID))
 		}
 	}
 	return out
@@ -103,7 +104,7 @@ func livePIDs(m *Model) []int {
 
 func TestReverseSortAndMoveTheColumn(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
-	for m.procs.sortBy != sortPID {
+	for procsPeek(m).SortBy != procs.SortPID {
 		keys(m, "s")
 	}
 	up := livePIDs(m)
@@ -123,11 +124,11 @@ func TestReverseSortAndMoveTheColumn(t *testing.T) {
 	}
 	// > moves the sort to the next sortable column on screen: USER.
 	keys(m, ">")
-	if l, _ := header(t, m); m.procs.sortBy != sortUser || !strings.Contains(l, "USER▼") {
+	if l, _ := header(t, m); procsPeek(m).SortBy != procs.SortUser || !strings.Contains(l, "USER▼") {
 		t.Errorf("> from PID should sort by USER: %s", l)
 	}
 	keys(m, "<", "<")
-	if l, _ := header(t, m); m.procs.sortBy != sortGPU || !strings.Contains(l, "GPU▼") {
+	if l, _ := header(t, m); procsPeek(m).SortBy != procs.SortGPU || !strings.Contains(l, "GPU▼") {
 		t.Errorf("< < from USER should sort by GPU: %s", l)
 	}
 }
@@ -143,19 +144,19 @@ func TestSortPicker(t *testing.T) {
 	if !strings.Contains(screenText(m), "[PEAK]") {
 		t.Fatalf("→ → from MEM should choose PEAK:\n%s", screenText(m))
 	}
-	if m.procs.sortBy != sortMem {
+	if procsPeek(m).SortBy != procs.SortMem {
 		t.Error("the sort changes on enter, not while choosing")
 	}
 	keys(m, "enter")
-	if l, _ := header(t, m); m.procs.sortBy != sortPeak || !strings.Contains(l, "PEAK▼") || strings.Contains(screenText(m), "[PEAK]") {
+	if l, _ := header(t, m); procsPeek(m).SortBy != procs.SortPeak || !strings.Contains(l, "PEAK▼") || strings.Contains(screenText(m), "[PEAK]") {
 		t.Errorf("enter should sort by PEAK and close the picker:\n%s", screenText(m))
 	}
 	keys(m, "f6", "right", "esc")
-	if m.procs.sortBy != sortPeak || m.procs.picking {
+	if procsPeek(m).SortBy != procs.SortPeak || procsPeek(m).Picking {
 		t.Error("esc should close the picker and keep the sort")
 	}
 	keys(m, "q")
-	if m.procs.picking {
+	if procsPeek(m).Picking {
 		t.Error("q in the picker")
 	}
 }
@@ -172,21 +173,21 @@ func TestMouseClicks(t *testing.T) {
 			x := strings.Index(l, "AGE")
 			x = len([]rune(l[:x])) // cells, not bytes
 			click(m, x, y)
-			if l, _ := header(t, m); m.procs.sortBy != sortAge || !strings.Contains(l, "AGE▼") {
+			if l, _ := header(t, m); procsPeek(m).SortBy != procs.SortAge || !strings.Contains(l, "AGE▼") {
 				t.Fatalf("a click on AGE should sort by it:\n%s", screenText(m))
 			}
 			click(m, x, y)
-			if l, _ := header(t, m); !m.procs.sortRev || !strings.Contains(l, "AGE▲") {
+			if l, _ := header(t, m); !procsPeek(m).SortRev || !strings.Contains(l, "AGE▲") {
 				t.Fatalf("a second click on AGE should reverse it: %s", l)
 			}
 			// A click on the third row selects it (and the table takes the keys).
 			click(m, 10, y+3)
-			if m.procs.sel != 2 || m.focus != paneProcs {
-				t.Fatalf("a click on the third row: selected %d, focus %v", m.procs.sel, m.focus)
+			if procsPeek(m).Sel != 2 || m.focus != paneProcs {
+				t.Fatalf("a click on the third row: selected %d, focus %v", procsPeek(m).Sel, m.focus)
 			}
 			lines := strings.Split(screenText(m), "\n")
-			if want := m.procs.rows[2]; !strings.Contains(lines[y+3], fmt.Sprint(want.proc.PID)) {
-				t.Fatalf("the row clicked is not PID %d: %q", want.proc.PID, lines[y+3])
+			if want := procsPeek(m).Rows[2]; !strings.Contains(lines[y+3], fmt.Sprint(want.Proc.PID)) {
+				t.Fatalf("the row clicked is not PID %d: %q", want.Proc.PID, lines[y+3])
 			}
 			// A click on GPU 1's line opens its detail.
 			gy := -1
@@ -239,37 +240,37 @@ func TestUtilizationAndShareColumns(t *testing.T) {
 		t.Errorf("PID 41230's row should show its utilization %s:\n%s", want, screenText(m))
 	}
 	for _, tt := range []struct {
-		mode  sortMode
+		mode  procs.SortMode
 		title string
-		val   func(procRow) float64
+		val   func(procs.Row) float64
 	}{
-		{sortUtil, "GPU%▼", func(r procRow) float64 {
-			if r.proc.UtilizationPercent == nil {
+		{procs.SortUtil, "GPU%▼", func(r procs.Row) float64 {
+			if r.Proc.UtilizationPercent == nil {
 				return -1
 			}
-			return *r.proc.UtilizationPercent
+			return *r.Proc.UtilizationPercent
 		}},
-		{sortShare, "GMEM%▼", func(r procRow) float64 { return r.pct }},
+		{procs.SortShare, "GMEM%▼", func(r procs.Row) float64 { return r.Pct }},
 	} {
-		for i := 0; i < int(nSortModes) && m.procs.sortBy != tt.mode; i++ {
+		for i := 0; i < int(procs.NSortModes) && procsPeek(m).SortBy != tt.mode; i++ {
 			keys(m, "s")
 		}
-		if l, _ := header(t, m); m.procs.sortBy != tt.mode || !strings.Contains(l, tt.title) {
+		if l, _ := header(t, m); procsPeek(m).SortBy != tt.mode || !strings.Contains(l, tt.title) {
 			t.Fatalf("s should reach %s: %s", tt.title, l)
 		}
 		prev := 1e9
-		for _, r := range m.procs.rows {
-			if r.kind != rowProc || r.proc.Exited {
+		for _, r := range procsPeek(m).Rows {
+			if r.Kind != procs.RowProc || r.Proc.Exited {
 				continue
 			}
 			if v := tt.val(r); v > prev {
-				t.Errorf("sort %s: PID %d (%v) after %v", tt.title, r.proc.PID, v, prev)
+				t.Errorf("sort %s: PID %d (%v) after %v", tt.title, r.Proc.PID, v, prev)
 			} else {
 				prev = v
 			}
 		}
 	}
-	once := ansi.Strip(renderTable(common.NewStyles(true, true), snap, m.opts.Thresholds))
+	once := ansi.Strip(procs.RenderTable(common.NewStyles(true, true), snap, m.opts.Thresholds))
 	if !strings.Contains(once, "GPU%") || !strings.Contains(once, "GMEM%") {
 		t.Errorf("--once should have both columns:\n%s", once)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // shownChild starts a process and returns it with a snapshot that shows it
@@ -40,7 +41,7 @@ func liveModel(t *testing.T, snap sampler.Snapshot) *Model {
 	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
 	m.euid = os.Geteuid()
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
-	selectProc(t, m, func(r procRow) bool { return r.kind == rowProc })
+	selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc })
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // At exactly its minimum size the view cuts nothing of the process table's
@@ -40,22 +41,22 @@ func TestMinimumSizeCutsNothing(t *testing.T) {
 		}
 	}
 	at := utf8.RuneCountInString(lines[head][:strings.Index(lines[head], "COMMAND")])
-	if got := utf8.RuneCountInString(lines[head]) - at; got != minLastWidth {
-		t.Errorf("the command column is %d wide at the minimum width, want %d: %q", got, minLastWidth, lines[head])
+	if got := utf8.RuneCountInString(lines[head]) - at; got != procs.MinLastWidth {
+		t.Errorf("the command column is %d wide at the minimum width, want %d: %q", got, procs.MinLastWidth, lines[head])
 	}
 	rows, checked := 0, 0
 	for _, l := range lines[head+1 : len(lines)-1] {
 		if strings.TrimSpace(l) != "" {
 			rows++
 		}
-		for _, r := range m.procs.rows {
-			if r.kind != rowProc || !strings.Contains(l, " "+r.proc.User+" ") || r.proc.User == "" {
+		for _, r := range procsPeek(m).Rows {
+			if r.Kind != procs.RowProc || !strings.Contains(l, " "+r.Proc.User+" ") || r.Proc.User == "" {
 				continue
 			}
 			checked++
-			cmd := []rune(commandCell(r.proc))
-			if want := string(cmd[:min(len(cmd), minLastWidth-1)]); !strings.Contains(l, want) {
-				t.Errorf("row %q cuts its command below %d cells (want %q)", l, minLastWidth-1, want)
+			cmd := []rune(procs.CommandCell(r.Proc))
+			if want := string(cmd[:min(len(cmd), procs.MinLastWidth-1)]); !strings.Contains(l, want) {
+				t.Errorf("row %q cuts its command below %d cells (want %q)", l, procs.MinLastWidth-1, want)
 			}
 			break
 		}

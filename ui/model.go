@@ -24,6 +24,8 @@ import (
 	"github.com/vramtop/vramtop/ui/gpus"
 	top "github.com/vramtop/vramtop/ui/header" // the top line; header is the process table's
 	"github.com/vramtop/vramtop/ui/help"
+	"github.com/vramtop/vramtop/ui/hosts"
+	"github.com/vramtop/vramtop/ui/procs"
 	"github.com/vramtop/vramtop/ui/prompt"
 )
 
@@ -123,8 +125,8 @@ type Model struct {
 	banner common.Component
 	footer common.Component
 	gpus   gpuPart
-	procs  procPane
-	hosts  hostList
+	procs  procPart
+	hosts  common.Component
 	detail detailPart
 	alertv common.Component
 	prompt promptPart
@@ -163,6 +165,28 @@ type (
 		// ShownSpan is the span the graphs show (z).
 		ShownSpan() time.Duration
 	}
+	// procPart is the process table (ui/procs).
+	procPart interface {
+		common.Component
+		// Capturing reports whether the filter's input or the sort
+		// picker is open: it takes every key.
+		Capturing() bool
+		// Back undoes the table's narrowing (esc); false when there was
+		// none.
+		Back() bool
+		// Click acts on a click at x, y of the table; it reports whether
+		// it selected a row.
+		Click(x, y int) bool
+		// MinWidth is the narrowest the table fits its rows; Wants the
+		// height that shows them all.
+		MinWidth() int
+		Wants() int
+		// For the footer: the filter being typed, the sort picker, the
+		// state ("sort memory · mine only").
+		FilterView() string
+		PickerView() string
+		State() []string
+	}
 	// detailPart is the detail screen (ui/detail).
 	detailPart interface {
 		common.Component
@@ -186,7 +210,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m := &Model{
 		opts:     opts,
-		ctx:      &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds},
+		ctx:      &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User},
 		cfg:      advisor.Config{Thresholds: opts.Thresholds, User: opts.User},
 		snaps:    snaps,
 		critSeen: map[string]bool{},
@@ -200,13 +224,13 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	m.footer = footer.New(m.ctx)
 	// The screens over everything else, opened by their key.
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
-	m.procs = newProcPane(&m.out)
+	m.procs = procs.New(m.ctx, &m.out)
+	m.hosts = hosts.New(m.ctx, &m.out)
 	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.notify != nil && m.notify.Watching(id) }, opts.Claim)
 	m.detail = detail.New(m.ctx, &m.out, func(s sampler.Snapshot, t advisor.Target) []advisor.Advice { return m.advise(s, t, m.cfg) })
 	if opts.Notify {
 		m.notify = envNotifier(opts.Thresholds)
 	}
-	m.procs.SetUser(opts.User)
 	m.prompt = prompt.New(m.ctx, &m.out, opts.Now, prompt.OpenProcess)
 	// One monitor gives both the alerts and the advice, so they agree (the
 	// same hysteresis) and advice can use what only time shows (idle holders).
@@ -230,12 +254,24 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 
 func (m *Model) setStyles(st common.Styles) {
 	m.ctx.Styles = st
-	m.procs.setStyles(st, m.ctx.Keys)
-	m.hosts.st, m.hosts.keys, m.hosts.th = st, m.ctx.Keys, m.opts.Thresholds
+	m.send(common.Restyled{})
+}
+
+// parts are every part of the screen: those of the main screen, then the
+// full screens.
+func (m *Model) parts() []common.Component {
+	ps := []common.Component{m.header, m.banner, m.gpus, m.procs, m.hosts, m.detail, m.alertv, m.prompt, m.footer}
 	for _, sc := range m.screens {
-		sc.part.Update(common.Restyled{})
+		ps = append(ps, sc.part)
 	}
-	m.alertv.Update(common.Restyled{})
+	return ps
+}
+
+// send gives msg to every part.
+func (m *Model) send(msg tea.Msg) {
+	for _, p := range m.parts() {
+		p.Update(msg)
+	}
 }
 
 // Init waits for the first snapshot and asks the terminal's background.
@@ -351,6 +387,10 @@ func (m *Model) handleRequests() tea.Cmd {
 			case common.OpenDetail:
 				m.screen = screenDetail
 				m.detail.Update(r)
+			case common.OpenHost:
+				m.openHost(r.Name)
+				m.focus = paneGPUs
+				m.show(m.snap)
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
 					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.snap.Demo, EUID: m.euid,
@@ -434,9 +474,9 @@ func (m *Model) show(s sampler.Snapshot) {
 	if s.Demo {
 		// The demo's processes belong to its own users; "you" are its
 		// demo.User whoever runs it.
-		m.procs.SetUser(demo.User)
+		m.ctx.User = demo.User
 	}
-	if f := isFleet(s); f != m.fleet {
+	if f := draw.IsFleet(s); f != m.fleet {
 		// A fleet's processes run on other hosts: K is not offered there.
 		m.fleet = f
 		m.ctx.Keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
@@ -444,18 +484,11 @@ func (m *Model) show(s sampler.Snapshot) {
 		m.setStyles(m.ctx.Styles)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
-	sev := draw.NewSevIndex(m.alerts)
-	m.hosts.sev = sev
-	m.hosts.SetSnapshot(s)
 	m.view = s
 	if m.fleet && m.host != "" {
-		m.view = hostSnapshot(s, m.host)
+		m.view = hosts.Snapshot(s, m.host)
 	}
-	m.procs.SetSnapshot(m.view)
-	shown := common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: m.alerts, Sev: sev}
-	for _, p := range []common.Component{m.gpus, m.prompt, m.alertv, m.detail, m.header, m.banner} {
-		p.Update(shown)
-	}
+	m.send(common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: m.alerts, Sev: draw.NewSevIndex(m.alerts)})
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
@@ -511,23 +544,13 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
 	case key.Matches(k, m.ctx.Keys.Span):
 		m.spanIdx = (m.spanIdx + 1) % len(spans)
-		for _, p := range []common.Component{m.gpus, m.detail} {
-			p.Update(common.Span(spans[m.spanIdx]))
-		}
+		m.send(common.Span(spans[m.spanIdx]))
 		m.relayout()
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
 		return m.onDetailKey(k)
 	case m.fleet && m.host == "":
-		if key.Matches(k, m.ctx.Keys.Enter) {
-			if h, ok := m.hosts.Selected(); ok {
-				m.openHost(h)
-				m.focus = paneGPUs
-				m.show(m.snap)
-			}
-			return nil
-		}
-		return m.hosts.Update(k)
+		return m.hosts.Update(k) // enter opens a host
 	default:
 		return m.onMainKey(k)
 	}
@@ -631,6 +654,11 @@ func (m *Model) onDetailKey(k tea.KeyPressMsg) tea.Cmd {
 	return m.detail.Update(k) // scrolls the advice, asks to signal its process
 }
 
+// matchesAny reports whether k is one of bs.
+func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
+	return key.Matches(k, bs...)
+}
+
 // fullScreen is a screen that takes the whole terminal: key opens and
 // closes it.
 type fullScreen struct {
@@ -670,7 +698,7 @@ func (m *Model) relayout() {
 	}
 	m.alertv.SetSize(m.width, m.height-1)
 	m.gpus.Update(common.Focus(m.focus == paneGPUs))
-	m.procs.SetFocus(m.focus == paneProcs)
+	m.procs.Update(common.Focus(m.focus == paneProcs))
 	body := m.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
 	if b := m.banner.View(); b != "" {
 		body -= lipgloss.Height(b)
@@ -714,9 +742,7 @@ func (m *Model) fillChrome() {
 	if f.Prompt == "" {
 		f.Prompt = m.procs.PickerView()
 	}
-	if m.procs.input.Focused() {
-		f.Input = m.procs.FilterView()
-	}
+	f.Input = m.procs.FilterView()
 	hostList := m.fleet && m.host == ""
 	if m.screen == screenMain && !hostList && !m.showAlerts {
 		f.State = m.procs.State()

@@ -23,6 +23,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/procs"
 	"github.com/vramtop/vramtop/ui/prompt"
 )
 
@@ -286,12 +287,12 @@ func TestTabEnterEscDetail(t *testing.T) {
 	if m.focus != paneProcs {
 		t.Fatal("tab should focus the processes")
 	}
-	r := selectProc(t, m, func(r procRow) bool { return r.kind == rowProc })
+	r := selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc })
 	keys(m, "enter")
-	if detailPeek(m).Target.PID != r.proc.PID || r.proc.PID == 0 {
-		t.Fatalf("enter on a process should open it, got %+v want PID %d", detailPeek(m).Target, r.proc.PID)
+	if detailPeek(m).Target.PID != r.Proc.PID || r.Proc.PID == 0 {
+		t.Fatalf("enter on a process should open it, got %+v want PID %d", detailPeek(m).Target, r.Proc.PID)
 	}
-	if s := screenText(m); !strings.Contains(s, fmt.Sprintf("PID %d", r.proc.PID)) {
+	if s := screenText(m); !strings.Contains(s, fmt.Sprintf("PID %d", r.Proc.PID)) {
 		t.Errorf("process detail does not name the PID:\n%s", s)
 	}
 }
@@ -327,45 +328,45 @@ func TestMoveSelection(t *testing.T) {
 		t.Errorf("k should select GPU 1, got %s", d.ID)
 	}
 	keys(m, "tab", "down")
-	if m.procs.sel != 1 {
-		t.Errorf("down in the process list should select row 1, got %d", m.procs.sel)
+	if procsPeek(m).Sel != 1 {
+		t.Errorf("down in the process list should select row 1, got %d", procsPeek(m).Sel)
 	}
-	sel, _ := m.procs.Selected()
+	sel, _ := procsOf(m).Selected()
 	// A new snapshot keeps the same process selected.
 	send(m, snapshotMsg(fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 10*time.Minute+time.Second)))
-	if now, _ := m.procs.Selected(); now.key() != sel.key() {
-		t.Errorf("selection moved from %s to %s", sel.key(), now.key())
+	if now, _ := procsOf(m).Selected(); now.Key() != sel.Key() {
+		t.Errorf("selection moved from %s to %s", sel.Key(), now.Key())
 	}
 	send(m, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
-	if m.procs.sel <= 1 && len(m.procs.rows) > 2 {
-		t.Errorf("the wheel should move down the list, sel %d", m.procs.sel)
+	if procsPeek(m).Sel <= 1 && len(procsPeek(m).Rows) > 2 {
+		t.Errorf("the wheel should move down the list, sel %d", procsPeek(m).Sel)
 	}
 }
 
 func TestSortCycles(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
-	first := m.procs.rows[0]
-	if first.bytes < m.procs.rows[1].bytes {
+	first := procsPeek(m).Rows[0]
+	if first.Bytes < procsPeek(m).Rows[1].Bytes {
 		t.Error("rows should start sorted by memory")
 	}
 	keys(m, "s")
-	if m.procs.sortBy != sortPeak || !strings.Contains(screenText(m), "PEAK▼") {
+	if procsPeek(m).SortBy != procs.SortPeak || !strings.Contains(screenText(m), "PEAK▼") {
 		t.Error("s should sort by peak and mark the column")
 	}
-	for i := 0; i < int(nSortModes) && m.procs.sortBy != sortMem; i++ {
+	for i := 0; i < int(procs.NSortModes) && procsPeek(m).SortBy != procs.SortMem; i++ {
 		keys(m, "s")
 	}
-	if m.procs.sortBy != sortMem {
+	if procsPeek(m).SortBy != procs.SortMem {
 		t.Error("s should cycle back to memory")
 	}
 	keys(m, "s", "s", "s", "s") // by user
 	prev := ""
-	for _, r := range m.procs.rows {
-		if r.kind == rowProc && !r.proc.Exited {
-			if r.proc.User < prev {
-				t.Fatalf("not sorted by user: %q after %q", r.proc.User, prev)
+	for _, r := range procsPeek(m).Rows {
+		if r.Kind == procs.RowProc && !r.Proc.Exited {
+			if r.Proc.User < prev {
+				t.Fatalf("not sorted by user: %q after %q", r.Proc.User, prev)
 			}
-			prev = r.proc.User
+			prev = r.Proc.User
 		}
 	}
 }
@@ -377,16 +378,16 @@ func TestFilter(t *testing.T) {
 		t.Fatal("/ should open the filter")
 	}
 	keys(m, "b", "o", "b")
-	for _, r := range m.procs.rows {
-		if r.proc.User != "bob" {
-			t.Errorf("filter bob shows %+v", r.proc)
+	for _, r := range procsPeek(m).Rows {
+		if r.Proc.User != "bob" {
+			t.Errorf("filter bob shows %+v", r.Proc)
 		}
 	}
-	if len(m.procs.rows) == 0 {
+	if len(procsPeek(m).Rows) == 0 {
 		t.Fatal("filter bob shows nothing")
 	}
 	keys(m, "enter")
-	if m.procs.Capturing() || m.procs.filter != "bob" {
+	if m.procs.Capturing() || procsPeek(m).Filter != "bob" {
 		t.Error("enter should keep the filter and close the input")
 	}
 	if !strings.Contains(screenText(m), `filter "bob"`) {
@@ -400,38 +401,38 @@ func TestFilter(t *testing.T) {
 		}
 	}
 	keys(m, "esc")
-	if m.procs.filter != "" || len(m.procs.rows) < 5 {
+	if procsPeek(m).Filter != "" || len(procsPeek(m).Rows) < 5 {
 		t.Error("esc should clear the filter")
 	}
 	keys(m, "/")
 	send(m, tea.PasteMsg{Content: "tra"})
 	keys(m, "i", "n", "enter")
-	if len(m.procs.rows) != 1 || !strings.Contains(m.procs.rows[0].proc.Command, "train") {
-		t.Errorf("filter by command: %d rows", len(m.procs.rows))
+	if len(procsPeek(m).Rows) != 1 || !strings.Contains(procsPeek(m).Rows[0].Proc.Command, "train") {
+		t.Errorf("filter by command: %d rows", len(procsPeek(m).Rows))
 	}
 }
 
 func TestMineAndGroup(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
 	keys(m, "m")
-	for _, r := range m.procs.rows {
-		if !r.mine || r.proc.User != testUser {
+	for _, r := range procsPeek(m).Rows {
+		if !r.Mine || r.Proc.User != testUser {
 			t.Errorf("mine only shows %+v", r)
 		}
 	}
-	if len(m.procs.rows) != 2 {
-		t.Errorf("alice has 2 processes, shown %d", len(m.procs.rows))
+	if len(procsPeek(m).Rows) != 2 {
+		t.Errorf("alice has 2 processes, shown %d", len(procsPeek(m).Rows))
 	}
 	keys(m, "m", "u")
-	if m.procs.group != groupUser {
+	if procsPeek(m).Group != procs.GroupUser {
 		t.Fatal("u should group by user")
 	}
-	users := map[string]procRow{}
-	for _, r := range m.procs.rows {
-		users[r.user] = r
+	users := map[string]procs.Row{}
+	for _, r := range procsPeek(m).Rows {
+		users[r.User] = r
 	}
 	a, ok := users[testUser]
-	if !ok || a.nprocs != 2 || a.ngpus != 2 {
+	if !ok || a.NProcs != 2 || a.NGPUs != 2 {
 		t.Errorf("alice's group row: %+v", a)
 	}
 	if _, ok := users["(unattributed)"]; !ok {
@@ -442,14 +443,14 @@ func TestMineAndGroup(t *testing.T) {
 	}
 	// enter on a user shows that user's processes.
 	keys(m, "tab")
-	for i, r := range m.procs.rows {
-		if r.user == "bob" {
-			m.procs.sel = i
+	for i, r := range procsPeek(m).Rows {
+		if r.User == "bob" {
+			selectRow(t, m, i)
 		}
 	}
 	keys(m, "enter")
-	if m.procs.group != groupNone || m.procs.filter != "bob" {
-		t.Errorf("enter on bob should filter by bob, group %v filter %q", m.procs.group, m.procs.filter)
+	if procsPeek(m).Group != procs.GroupNone || procsPeek(m).Filter != "bob" {
+		t.Errorf("enter on bob should filter by bob, group %v filter %q", procsPeek(m).Group, procsPeek(m).Filter)
 	}
 }
 
@@ -481,10 +482,10 @@ func TestExitedDimmedWithPeak(t *testing.T) {
 	m := newReady(snap, [2]int{120, 40})
 	m.setStyles(common.NewStyles(true, false))
 	var line string
-	for _, r := range m.procs.rows {
-		if r.proc.User == "carol" {
-			line = layoutColumns(procColumns, m.procs.all, m.procs.width).line(r)
-			if !r.proc.Exited || !strings.Contains(line, "exited") || !strings.Contains(line, "GiB") {
+	for _, r := range procsPeek(m).Rows {
+		if r.Proc.User == "carol" {
+			line = procsOf(m).Line(r)
+			if !r.Proc.Exited || !strings.Contains(line, "exited") || !strings.Contains(line, "GiB") {
 				t.Errorf("exited row should say exited and keep its peak: %q", line)
 			}
 		}
@@ -611,25 +612,39 @@ func TestIntervalSnapsToSteps(t *testing.T) {
 		}
 	}
 }
-func selectProc(t *testing.T, m *Model, match func(procRow) bool) procRow {
+func selectProc(t *testing.T, m *Model, match func(procs.Row) bool) procs.Row {
 	t.Helper()
 	if m.focus != paneProcs {
 		keys(m, "tab")
 	}
-	for i, r := range m.procs.rows {
+	for i, r := range procsPeek(m).Rows {
 		if match(r) {
-			m.procs.sel = i
-			m.procs.remember()
+			selectRow(t, m, i)
 			return r
 		}
 	}
 	t.Fatal("no such process")
-	return procRow{}
+	return procs.Row{}
+}
+
+// selectRow moves the focused process table's selection to row i, as the
+// arrows do.
+func selectRow(t *testing.T, m *Model, i int) {
+	t.Helper()
+	for n := procsPeek(m).Sel; n > i; n-- {
+		keys(m, "up")
+	}
+	for n := procsPeek(m).Sel; n < i; n++ {
+		keys(m, "down")
+	}
+	if got := procsPeek(m).Sel; got != i {
+		t.Fatalf("the selection is on row %d, want %d", got, i)
+	}
 }
 
 func TestKillOwnProcess(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
-	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	r := selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	keys(m, "K")
 	if !m.prompt.Active() || promptPeek(m).Signal != syscall.SIGTERM || !strings.Contains(screenText(m), "SIGTERM") {
 		t.Fatal("K should ask to send SIGTERM")
@@ -639,7 +654,7 @@ func TestKillOwnProcess(t *testing.T) {
 		t.Fatal("n should send nothing")
 	}
 	keys(m, "K", "y")
-	want := fmt.Sprintf("%d:SIGTERM", r.proc.PID)
+	want := fmt.Sprintf("%d:SIGTERM", r.Proc.PID)
 	if len(*killed) != 1 || (*killed)[0] != want {
 		t.Fatalf("killed %v, want %s", *killed, want)
 	}
@@ -651,26 +666,26 @@ func TestKillOwnProcess(t *testing.T) {
 		t.Fatal("a second K should offer SIGKILL")
 	}
 	keys(m, "y")
-	if (*killed)[1] != fmt.Sprintf("%d:SIGKILL", r.proc.PID) {
+	if (*killed)[1] != fmt.Sprintf("%d:SIGKILL", r.Proc.PID) {
 		t.Errorf("second signal %v", *killed)
 	}
 }
 
 func TestKillRefusedAndFailures(t *testing.T) {
 	m, killed := ready(t, 4, 120, 40)
-	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
+	selectProc(t, m, func(r procs.Row) bool { return r.Proc.User == "bob" })
 	keys(m, "K")
 	if m.prompt.Active() || !strings.Contains(screenText(m), "belongs to bob") {
 		t.Error("another user's process must not be offered")
 	}
-	selectProc(t, m, func(r procRow) bool { return r.kind == rowProc && !r.proc.Visible })
+	selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc && !r.Proc.Visible })
 	keys(m, "K")
 	if m.prompt.Active() || !strings.Contains(screenText(m), "another PID namespace") {
 		t.Error("a process of another namespace cannot be signalled")
 	}
 	// root may signal others.
 	m.euid = 0
-	selectProc(t, m, func(r procRow) bool { return r.proc.User == "bob" })
+	selectProc(t, m, func(r procs.Row) bool { return r.Proc.User == "bob" })
 	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		return &fakeHandle{t: t, log: killed, err: errors.New("operation not permitted")}, nil
 	})
@@ -905,7 +920,7 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	demo := fakeSnap(t, 4)
 	demo.Demo = true
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(demo))
-	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	keys(m, "K")
 	if !m.prompt.Active() || !strings.Contains(screenText(m), "demo: nothing is sent") {
 		t.Fatal("the demo should still show the prompt, saying nothing is sent")
@@ -919,7 +934,7 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	r.euid = 0
 	snap := fakeSnap(t, 4)
 	send(r, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
-	selectProc(t, r, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	selectProc(t, r, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	noKill := func(m *Model, where string) {
 		t.Helper()
 		keys(m, "K")
@@ -945,7 +960,7 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 	f.euid = 0
 	send(f, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fs))
 	keys(f, "enter")
-	selectProc(t, f, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	selectProc(t, f, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	noKill(f, "fleet")
 	keys(f, "y")
 	if len(*fk) != 0 {
@@ -1005,36 +1020,36 @@ func TestPageKeysAndScrolling(t *testing.T) {
 	snap := fixture(t, &fakeSource{start: fixedStart, ngpu: 2, nprocs: 40}, time.Minute)
 	m := newReady(snap, [2]int{100, 30})
 	keys(m, "tab")
-	n := len(m.procs.rows)
+	n := len(procsPeek(m).Rows)
 	if n < 80 {
 		t.Fatalf("want many rows, got %d", n)
 	}
 	send(m, tea.KeyPressMsg{Code: tea.KeyPgDown})
-	page := m.procs.sel
+	page := procsPeek(m).Sel
 	if page < 5 {
 		t.Fatalf("pgdown moved to %d", page)
 	}
 	keys(m, "G")
-	if m.procs.sel != n-1 || m.procs.off == 0 {
-		t.Errorf("G: sel %d off %d of %d rows", m.procs.sel, m.procs.off, n)
+	if procsPeek(m).Sel != n-1 || procsPeek(m).Off == 0 {
+		t.Errorf("G: sel %d off %d of %d rows", procsPeek(m).Sel, procsPeek(m).Off, n)
 	}
-	if !strings.Contains(screenText(m), m.procs.rows[n-1].proc.Command) {
+	if !strings.Contains(screenText(m), procsPeek(m).Rows[n-1].Proc.Command) {
 		t.Error("the last row should be on screen after G")
 	}
 	checkFits(t, m, 100, 30)
 	keys(m, "g")
-	if m.procs.sel != 0 || m.procs.off != 0 {
-		t.Errorf("g: sel %d off %d", m.procs.sel, m.procs.off)
+	if procsPeek(m).Sel != 0 || procsPeek(m).Off != 0 {
+		t.Errorf("g: sel %d off %d", procsPeek(m).Sel, procsPeek(m).Off)
 	}
 	send(m, tea.KeyPressMsg{Code: tea.KeyPgDown}, tea.KeyPressMsg{Code: tea.KeyPgUp})
-	if m.procs.sel != 0 {
-		t.Errorf("pgdown then pgup should come back to 0, got %d", m.procs.sel)
+	if procsPeek(m).Sel != 0 {
+		t.Errorf("pgdown then pgup should come back to 0, got %d", procsPeek(m).Sel)
 	}
 	// The wheel scrolls even while the GPUs have the focus.
 	keys(m, "tab")
 	send(m, tea.MouseWheelMsg{Button: tea.MouseWheelDown}, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
-	if m.procs.sel != 6 {
-		t.Errorf("two wheel notches should move 6 rows, got %d", m.procs.sel)
+	if procsPeek(m).Sel != 6 {
+		t.Errorf("two wheel notches should move 6 rows, got %d", procsPeek(m).Sel)
 	}
 }
 
@@ -1065,35 +1080,35 @@ func TestGrewMostOnlyForFillingAlerts(t *testing.T) {
 // marks the column and says so in the footer; GPU IDs sort as numbers.
 func TestSortEveryKey(t *testing.T) {
 	m, _ := ready(t, 12, 160, 60)
-	live := func() []procRow {
-		var out []procRow
-		for _, r := range m.procs.rows {
-			if r.kind == rowProc && !r.proc.Exited {
+	live := func() []procs.Row {
+		var out []procs.Row
+		for _, r := range procsPeek(m).Rows {
+			if r.Kind == procs.RowProc && !r.Proc.Exited {
 				out = append(out, r)
 			}
 		}
 		return out
 	}
 	for _, tt := range []struct {
-		mode   sortMode
+		mode   procs.SortMode
 		title  string
-		before func(a, b procRow) bool // a may come before b
+		before func(a, b procs.Row) bool // a may come before b
 	}{
-		{sortMem, "MEM▼", func(a, b procRow) bool { return a.bytes >= b.bytes }},
-		{sortPeak, "PEAK▼", func(a, b procRow) bool { return a.proc.PeakBytes >= b.proc.PeakBytes }},
-		{sortAge, "AGE▼", func(a, b procRow) bool { return a.age >= b.age }},
-		{sortPID, "PID▼", func(a, b procRow) bool { return a.proc.PID <= b.proc.PID }},
-		{sortUser, "USER▼", func(a, b procRow) bool { return a.proc.User <= b.proc.User }},
-		{sortGPU, "GPU▼", func(a, b procRow) bool { return compareIDs(a.dev, b.dev) <= 0 }},
+		{procs.SortMem, "MEM▼", func(a, b procs.Row) bool { return a.Bytes >= b.Bytes }},
+		{procs.SortPeak, "PEAK▼", func(a, b procs.Row) bool { return a.Proc.PeakBytes >= b.Proc.PeakBytes }},
+		{procs.SortAge, "AGE▼", func(a, b procs.Row) bool { return a.Age >= b.Age }},
+		{procs.SortPID, "PID▼", func(a, b procs.Row) bool { return a.Proc.PID <= b.Proc.PID }},
+		{procs.SortUser, "USER▼", func(a, b procs.Row) bool { return a.Proc.User <= b.Proc.User }},
+		{procs.SortGPU, "GPU▼", func(a, b procs.Row) bool { return procs.CompareIDs(a.Dev, b.Dev) <= 0 }},
 	} {
-		if m.procs.sortBy != tt.mode {
-			t.Fatalf("sort is %s, want %s", m.procs.sortBy, tt.mode)
+		if procsPeek(m).SortBy != tt.mode {
+			t.Fatalf("sort is %s, want %s", procsPeek(m).SortBy, tt.mode)
 		}
 		rows := live()
 		distinct := false
 		for i := 1; i < len(rows); i++ {
 			if !tt.before(rows[i-1], rows[i]) {
-				t.Errorf("sort %s: %s (PID %d) before %s (PID %d)", tt.mode, rows[i-1].key(), rows[i-1].proc.PID, rows[i].key(), rows[i].proc.PID)
+				t.Errorf("sort %s: %s (PID %d) before %s (PID %d)", tt.mode, rows[i-1].Key(), rows[i-1].Proc.PID, rows[i].Key(), rows[i].Proc.PID)
 			}
 			if !tt.before(rows[i], rows[i-1]) {
 				distinct = true
@@ -1109,13 +1124,13 @@ func TestSortEveryKey(t *testing.T) {
 		keys(m, "s")
 	}
 	// By GPU: 3 comes before 11 (as strings "11" < "3").
-	for i := 0; i < int(sortGPU); i++ {
+	for i := 0; i < int(procs.SortGPU); i++ {
 		keys(m, "s")
 	}
 	pos := map[string]int{}
 	for i, r := range live() {
-		if _, ok := pos[r.dev]; !ok {
-			pos[r.dev] = i
+		if _, ok := pos[r.Dev]; !ok {
+			pos[r.Dev] = i
 		}
 	}
 	for _, lo := range []string{"3", "9"} {
@@ -1125,27 +1140,6 @@ func TestSortEveryKey(t *testing.T) {
 			t.Errorf("GPU %s (row %d, listed %v) should come before GPU 11 (row %d, listed %v)", lo, a, ok1, b, ok2)
 		}
 	}
-}
-
-func TestCompareIDs(t *testing.T) {
-	ordered := []string{"0", "0/1", "0/2", "0/10", "1", "2", "10", "11", "node-a:2", "node-a:10", "node-b:0"}
-	for i := range ordered {
-		for j := range ordered {
-			if got, want := compareIDs(ordered[i], ordered[j]), cmpInt(i, j); got != want {
-				t.Errorf("compareIDs(%q, %q) = %d, want %d", ordered[i], ordered[j], got, want)
-			}
-		}
-	}
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // alertsModel is the demo after ten minutes under the real advisor, fed a
@@ -1272,7 +1266,7 @@ func TestStaleWhileTheSourceHangs(t *testing.T) {
 		t.Errorf("the age should follow the clock:\n%s", s)
 	}
 	keys(m, "s")
-	if m.procs.sortBy != sortPeak {
+	if procsPeek(m).SortBy != procs.SortPeak {
 		t.Error("keys should still work while no data comes")
 	}
 	send(m, tea.WindowSizeMsg{Width: 90, Height: 30})
@@ -1324,7 +1318,7 @@ func TestKillPromptExpires(t *testing.T) {
 		return h, nil
 	})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)))
-	selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	cmd := keys(m, "K")
 	if !m.prompt.Active() || cmd == nil {
 		t.Fatal("K should open the prompt and schedule its end")
@@ -1342,15 +1336,15 @@ func TestKillPromptExpires(t *testing.T) {
 	}
 	// The process exits while the prompt is open.
 	now = fixedStart
-	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	r := selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	keys(m, "K")
 	gone := fakeSnap(t, 4)
 	gone.Devices = append([]sampler.Device(nil), gone.Devices...)
 	for i, d := range gone.Devices {
-		if d.ID == r.dev {
+		if d.ID == r.Dev {
 			var ps []sampler.Process
 			for _, p := range d.Processes {
-				if p.PID != r.proc.PID {
+				if p.PID != r.Proc.PID {
 					ps = append(ps, p)
 				}
 			}
@@ -1374,9 +1368,9 @@ func TestKillRefusedByTheCheck(t *testing.T) {
 	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
 		return nil, fmt.Errorf("PID %d %w: it started at 09:12:01.00, the one shown at 08:01:00.00 (the PID was reused)", t.PID, procsignal.ErrChanged)
 	})
-	r := selectProc(t, m, func(r procRow) bool { return r.mine && r.kind == rowProc })
+	r := selectProc(t, m, func(r procs.Row) bool { return r.Mine && r.Kind == procs.RowProc })
 	keys(m, "K")
-	if m.prompt.Active() || !strings.Contains(screenText(m), fmt.Sprintf("nothing sent: PID %d is no longer the process shown", r.proc.PID)) {
+	if m.prompt.Active() || !strings.Contains(screenText(m), fmt.Sprintf("nothing sent: PID %d is no longer the process shown", r.Proc.PID)) {
 		t.Errorf("a refused check should say so:\n%s", screenText(m))
 	}
 	keys(m, "y")
@@ -1391,11 +1385,11 @@ func TestKillRefusedByTheCheck(t *testing.T) {
 // checkDescending checks that the live processes of rows are in descending
 // order of val, those without a value last, and that at least three were
 // compared.
-func checkDescending(t *testing.T, mode sortMode, rows []procRow, val func(procRow) (float64, bool)) {
+func checkDescending(t *testing.T, mode procs.SortMode, rows []procs.Row, val func(procs.Row) (float64, bool)) {
 	t.Helper()
 	prev, seenNA, n := math.Inf(1), false, 0
 	for _, r := range rows {
-		if r.kind != rowProc || r.proc.Exited {
+		if r.Kind != procs.RowProc || r.Proc.Exited {
 			continue
 		}
 		v, ok := val(r)
@@ -1403,9 +1397,9 @@ func checkDescending(t *testing.T, mode sortMode, rows []procRow, val func(procR
 		case !ok:
 			seenNA = true
 		case seenNA:
-			t.Errorf("sort %s: PID %d (%v) after a process without a value", mode, r.proc.PID, v)
+			t.Errorf("sort %s: PID %d (%v) after a process without a value", mode, r.Proc.PID, v)
 		case v > prev:
-			t.Errorf("sort %s: PID %d (%v) after %v", mode, r.proc.PID, v, prev)
+			t.Errorf("sort %s: PID %d (%v) after %v", mode, r.Proc.PID, v, prev)
 		default:
 			prev, n = v, n+1
 		}
@@ -1425,48 +1419,48 @@ func TestJobCPUAndRSSColumns(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		mode  sortMode
+		mode  procs.SortMode
 		title string
-		val   func(procRow) (float64, bool)
+		val   func(procs.Row) (float64, bool)
 	}{
-		{sortCPU, "CPU%▼", func(r procRow) (float64, bool) {
-			if r.proc.CPUPercent == nil {
+		{procs.SortCPU, "CPU%▼", func(r procs.Row) (float64, bool) {
+			if r.Proc.CPUPercent == nil {
 				return 0, false
 			}
-			return *r.proc.CPUPercent, true
+			return *r.Proc.CPUPercent, true
 		}},
-		{sortRSS, "RSS▼", func(r procRow) (float64, bool) {
-			if r.proc.HostMemoryBytes == nil {
+		{procs.SortRSS, "RSS▼", func(r procs.Row) (float64, bool) {
+			if r.Proc.HostMemoryBytes == nil {
 				return 0, false
 			}
-			return float64(*r.proc.HostMemoryBytes), true
+			return float64(*r.Proc.HostMemoryBytes), true
 		}},
 	} {
-		for i := 0; i < int(nSortModes) && m.procs.sortBy != tt.mode; i++ {
+		for i := 0; i < int(procs.NSortModes) && procsPeek(m).SortBy != tt.mode; i++ {
 			keys(m, "s")
 		}
-		if m.procs.sortBy != tt.mode || !strings.Contains(screenText(m), tt.title) {
+		if procsPeek(m).SortBy != tt.mode || !strings.Contains(screenText(m), tt.title) {
 			t.Fatalf("s should reach sort %s and mark %s", tt.mode, tt.title)
 		}
-		checkDescending(t, tt.mode, m.procs.rows, tt.val)
+		checkDescending(t, tt.mode, procsPeek(m).Rows, tt.val)
 	}
 	keys(m, "u")
-	if m.procs.group != groupUser || !strings.Contains(screenText(m), "by user") {
+	if procsPeek(m).Group != procs.GroupUser || !strings.Contains(screenText(m), "by user") {
 		t.Fatal("u should group by user")
 	}
 	keys(m, "u")
-	groups := map[string]procRow{}
-	for _, r := range m.procs.rows {
-		groups[r.user] = r
+	groups := map[string]procs.Row{}
+	for _, r := range procsPeek(m).Rows {
+		groups[r.User] = r
 	}
-	if m.procs.group != groupJob || !strings.Contains(screenText(m), "by job") {
+	if procsPeek(m).Group != procs.GroupJob || !strings.Contains(screenText(m), "by job") {
 		t.Fatal("a second u should group by job")
 	}
-	if g, ok := groups["slurm 4242.0"]; !ok || g.nprocs == 0 || groups["(no job)"].nprocs == 0 {
+	if g, ok := groups["slurm 4242.0"]; !ok || g.NProcs == 0 || groups["(no job)"].NProcs == 0 {
 		t.Errorf("the job groups: %v", groups)
 	}
 	keys(m, "u")
-	if m.procs.group != groupNone {
+	if procsPeek(m).Group != procs.GroupNone {
 		t.Error("a third u should end the grouping")
 	}
 
@@ -1484,7 +1478,7 @@ func TestJobCPUAndRSSColumns(t *testing.T) {
 		}
 	}
 	keys(plain, "u", "u")
-	if plain.procs.group != groupNone {
+	if procsPeek(plain).Group != procs.GroupNone {
 		t.Error("without jobs, u goes from users back to no grouping")
 	}
 }
@@ -1532,14 +1526,14 @@ func TestOmittedProcessesHaveARowOfTheirOwn(t *testing.T) {
 	snap.Devices = slices.Clone(snap.Devices)
 	six := uint64(6 << 30)
 	snap.Devices[0].OmittedProcesses, snap.Devices[0].OmittedBytes = 3, &six
-	var row *procRow
-	rows := procRows(snap, "", nil)
+	var row *procs.Row
+	rows := procs.Rows(snap, "", nil)
 	for i := range rows {
-		if rows[i].kind == rowOmitted {
+		if rows[i].Kind == procs.RowOmitted {
 			row = &rows[i]
 		}
 	}
-	if row == nil || !row.hasBytes || row.bytes != six || row.omitted != 3 {
+	if row == nil || !row.HasBytes || row.Bytes != six || row.Omitted != 3 {
 		t.Fatalf("rows %+v: want one for the 3 processes not exported, with their 6 GiB", rows)
 	}
 	var b strings.Builder
@@ -1591,7 +1585,7 @@ func TestOldProcessListMarked(t *testing.T) {
 		}
 	}
 	check("screen", screenText(m))
-	check("--once", ansi.Strip(renderTable(m.ctx.Styles, snap, DefaultThresholdsForTest())))
+	check("--once", ansi.Strip(procs.RenderTable(m.ctx.Styles, snap, DefaultThresholdsForTest())))
 }
 
 // An alert the source reports (a fleet host's own vramtop_alert) shows on

@@ -5,14 +5,17 @@ package ui
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
+	"github.com/vramtop/vramtop/ui/procs"
 )
 
 // Options configure the live view.
@@ -86,6 +89,16 @@ func Run(ctx context.Context, snaps <-chan sampler.Snapshot, opts Options) error
 func noColor() bool {
 	v, ok := os.LookupEnv("NO_COLOR")
 	return ok && v != ""
+}
+
+// WriteTable prints one snapshot as a plain table (vramtop --once): the
+// devices, then the processes. Colour only when w is a terminal that takes
+// it (and NO_COLOR is not set).
+func WriteTable(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds) error {
+	cw := colorprofile.NewWriter(w, os.Environ())
+	st := common.NewStyles(true, cw.Profile <= colorprofile.ASCII)
+	_, err := io.WriteString(cw, procs.RenderTable(st, snap, th))
+	return err
 }
 
 // KeyRow is a line of the key table: the keys and what they do.

@@ -140,7 +140,7 @@ func (d *View) signal(list bool) {
 		d.out.Status(true, "open a process (not a GPU) to signal it")
 		return
 	}
-	if dev, ok := d.device(); ok && !dev.NoProcessList && (!d.snap.ProcessesPending || dev.MIGEnabled) {
+	if dev, ok := d.device(); ok && !dev.NoProcessList && (!d.snap.ProcessesPending && !dev.ProcessesNotRead || dev.MIGEnabled) {
 		for _, p := range dev.Processes {
 			if p.PID == t.PID && p.StartTime.UnixNano() == d.start {
 				d.out.Post(common.Signal{Dev: dev.ID, Proc: p, Process: true, List: list})

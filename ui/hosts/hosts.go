@@ -1,4 +1,6 @@
-package ui
+// Package hosts is the first screen of a fleet: its hosts by memory
+// pressure, each with its GPUs in compact lines.
+package hosts
 
 import (
 	"fmt"
@@ -31,16 +33,6 @@ type host struct {
 // isDown reports whether the whole host is down: every device holds its
 // last values.
 func (x host) isDown() bool { return x.down > 0 && x.down == len(x.devices) }
-
-// isFleet reports whether the snapshot holds devices of named hosts.
-func isFleet(snap sampler.Snapshot) bool {
-	for _, d := range snap.Devices {
-		if d.Hostname != "" {
-			return true
-		}
-	}
-	return false
-}
 
 // hostsOf groups the devices by host, most pressed first.
 func hostsOf(snap sampler.Snapshot) []host {
@@ -84,8 +76,8 @@ func hostsOf(snap sampler.Snapshot) []host {
 	return hs
 }
 
-// hostSnapshot is snap reduced to one host's devices.
-func hostSnapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
+// Snapshot is snap reduced to one host's devices.
+func Snapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
 	out := snap
 	out.Devices = nil
 	for _, d := range snap.Devices {
@@ -97,12 +89,12 @@ func hostSnapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
 	return out
 }
 
-// hostList is the first screen of a fleet: hosts by memory pressure, each
-// with its GPUs in compact rows.
-type hostList struct {
-	st     common.Styles
-	keys   common.KeyMap
-	th     advisor.Thresholds
+// List is the first screen of a fleet: hosts by memory pressure, each
+// with its GPUs in compact rows; enter opens the host selected
+// (common.OpenHost).
+type List struct {
+	ctx    *common.Context
+	out    *common.Outbox
 	width  int
 	height int
 
@@ -113,12 +105,15 @@ type hostList struct {
 	selName  string
 }
 
-func (h *hostList) SetSize(w, hh int) {
+// New returns the list, empty until the first snapshot.
+func New(ctx *common.Context, out *common.Outbox) *List { return &List{ctx: ctx, out: out} }
+
+func (h *List) SetSize(w, hh int) {
 	h.width, h.height = w, hh
 	h.scroll()
 }
 
-func (h *hostList) SetSnapshot(snap sampler.Snapshot) {
+func (h *List) setSnapshot(snap sampler.Snapshot) {
 	h.snap = snap
 	h.hosts = hostsOf(snap)
 	h.sel = draw.Clamp(h.sel, 0, len(h.hosts)-1)
@@ -131,7 +126,7 @@ func (h *hostList) SetSnapshot(snap sampler.Snapshot) {
 	h.scroll()
 }
 
-func (h *hostList) remember() {
+func (h *List) remember() {
 	if h.sel >= 0 && h.sel < len(h.hosts) {
 		h.selName = h.hosts[h.sel].name
 	}
@@ -141,7 +136,7 @@ func (h *hostList) remember() {
 func (x host) blockHeight() int { return 1 + len(x.devices) }
 
 // scroll keeps the selected host's block on screen.
-func (h *hostList) scroll() {
+func (h *List) scroll() {
 	if h.height <= 0 || len(h.hosts) == 0 {
 		return
 	}
@@ -160,8 +155,30 @@ func (h *hostList) scroll() {
 	}
 }
 
-func (h *hostList) Update(msg tea.Msg) tea.Cmd {
+// Bindings are the keys the list takes.
+func (h *List) Bindings() []key.Binding {
+	k := &h.ctx.Keys
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Enter}
+}
+
+// Update takes the whole snapshot (common.Shown: every host) and the keys:
+// moving the selection, and enter opening the host selected.
+func (h *List) Update(msg tea.Msg) tea.Cmd {
+	if s, ok := msg.(common.Shown); ok {
+		h.sev = s.Sev
+		h.setSnapshot(s.All)
+		return nil
+	}
 	k, ok := msg.(tea.KeyPressMsg)
+	if _, wheel := msg.(tea.MouseWheelMsg); !ok && !wheel {
+		return nil
+	}
+	if ok && key.Matches(k, h.ctx.Keys.Enter) {
+		if name, ok := h.selected(); ok {
+			h.out.Post(common.OpenHost{Name: name})
+		}
+		return nil
+	}
 	if w, isWheel := msg.(tea.MouseWheelMsg); isWheel {
 		switch w.Button {
 		case tea.MouseWheelUp:
@@ -172,17 +189,17 @@ func (h *hostList) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch {
 	case !ok:
-	case key.Matches(k, h.keys.Up):
+	case key.Matches(k, h.ctx.Keys.Up):
 		h.sel--
-	case key.Matches(k, h.keys.Down):
+	case key.Matches(k, h.ctx.Keys.Down):
 		h.sel++
-	case key.Matches(k, h.keys.PageUp):
+	case key.Matches(k, h.ctx.Keys.PageUp):
 		h.sel -= 5
-	case key.Matches(k, h.keys.PageDown):
+	case key.Matches(k, h.ctx.Keys.PageDown):
 		h.sel += 5
-	case key.Matches(k, h.keys.Top):
+	case key.Matches(k, h.ctx.Keys.Top):
 		h.sel = 0
-	case key.Matches(k, h.keys.Bottom):
+	case key.Matches(k, h.ctx.Keys.Bottom):
 		h.sel = len(h.hosts) - 1
 	}
 	h.sel = draw.Clamp(h.sel, 0, len(h.hosts)-1)
@@ -191,22 +208,22 @@ func (h *hostList) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// Selected returns the selected host's name.
-func (h *hostList) Selected() (string, bool) {
+// selected returns the selected host's name.
+func (h *List) selected() (string, bool) {
 	if h.sel < 0 || h.sel >= len(h.hosts) {
 		return "", false
 	}
 	return h.hosts[h.sel].name, true
 }
 
-func (h hostList) View() string {
+func (h List) View() string {
 	if h.width <= 0 || h.height <= 0 {
 		return ""
 	}
 	if len(h.hosts) == 0 {
-		return h.st.Dim.Render(draw.Fit("  no hosts reported yet", h.width))
+		return h.ctx.Styles.Dim.Render(draw.Fit("  no hosts reported yet", h.width))
 	}
-	g := gpus.NewCompact(&common.Context{Styles: h.st, Keys: h.keys, Th: h.th}, h.sev, h.width-2)
+	g := gpus.NewCompact(h.ctx, h.sev, h.width-2)
 	var lines []string
 	for i := h.off; i < len(h.hosts) && len(lines) < h.height; i++ {
 		x := h.hosts[i]
@@ -223,7 +240,7 @@ func (h hostList) View() string {
 			line += "  processes not listed (dcgm-exporter)"
 		}
 		if x.errs > 0 {
-			line += h.st.Error.Render(fmt.Sprintf("  %d with errors", x.errs))
+			line += h.ctx.Styles.Error.Render(fmt.Sprintf("  %d with errors", x.errs))
 		}
 		if x.down > 0 {
 			line = strings.Replace(line, "  max ", "  last seen: max ", 1)
@@ -231,15 +248,15 @@ func (h hostList) View() string {
 			if !x.isDown() {
 				what = fmt.Sprintf("%d GPU DOWN", x.down)
 			}
-			line += "  " + h.st.SeverityBadge(advisor.Warn).Render(" "+what+" ") + " " + h.st.Warning.Render(x.downWhy)
+			line += "  " + h.ctx.Styles.SeverityBadge(advisor.Warn).Render(" "+what+" ") + " " + h.ctx.Styles.Warning.Render(x.downWhy)
 		}
 		marker := "  "
 		if i == h.sel {
-			marker = h.st.Accent.Render("▶ ")
+			marker = h.ctx.Styles.Accent.Render("▶ ")
 		}
-		line = marker + h.st.Severity(sev).Render(draw.Fit(line, h.width-2))
+		line = marker + h.ctx.Styles.Severity(sev).Render(draw.Fit(line, h.width-2))
 		if i == h.sel {
-			line = h.st.Selected.Render(line)
+			line = h.ctx.Styles.Selected.Render(line)
 		}
 		lines = append(lines, line)
 		hs := sampler.Snapshot{Time: h.snap.Time, Interval: h.snap.Interval, Devices: x.devices}

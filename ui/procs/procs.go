@@ -1,4 +1,8 @@
-package ui
+// Package procs is the live view's process table: every process on the
+// GPUs shown, its memory, utilization, host CPU and memory, age and
+// command, sorted, filtered, or summed by user or job; and the --once
+// table, laid out from the same columns.
+package procs
 
 import (
 	"cmp"
@@ -17,93 +21,93 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-type rowKind int
+type RowKind int
 
 const (
-	rowProc     rowKind = iota
-	rowUnattr           // memory no visible process accounts for
-	rowUser             // one user's total, in the group-by-user table
-	rowUnlisted         // a device whose processes the source cannot list
-	rowOmitted          // a device's processes the source counts but does not list
+	RowProc     RowKind = iota
+	RowUnattr           // memory no visible process accounts for
+	RowUser             // one user's total, in the group-by-user table
+	RowUnlisted         // a device whose processes the source cannot list
+	RowOmitted          // a device's processes the source counts but does not list
 )
 
-// procRow is one line of the process table.
-type procRow struct {
-	kind     rowKind
-	dev      string // device ID
-	devLabel string
-	proc     sampler.Process
-	bytes    uint64 // live use, unattributed bytes, or a user's total
-	hasBytes bool
-	pct      float64 // of the device's total (of all GPUs' for a user row)
-	mine     bool
-	age      time.Duration
-	hasAge   bool
-	// pending marks a rowUnlisted that stands for a process list being
+// Row is one line of the process table.
+type Row struct {
+	Kind     RowKind
+	Dev      string // device ID
+	DevLabel string
+	Proc     sampler.Process
+	Bytes    uint64 // live use, unattributed bytes, or a user's total
+	HasBytes bool
+	Pct      float64 // of the device's total (of all GPUs' for a user row)
+	Mine     bool
+	Age      time.Duration
+	HasAge   bool
+	// Pending marks a RowUnlisted that stands for a process list being
 	// read (sampler.Snapshot.ProcessesPending), not one that cannot be.
-	pending bool
-	// notRead marks a rowUnlisted that stands for processes the source
+	Pending bool
+	// NotRead marks a RowUnlisted that stands for processes the source
 	// has not read yet (sampler.Device.ProcessesNotRead).
-	notRead bool
-	// omitted is how many processes a rowOmitted stands for.
-	omitted int
+	NotRead bool
+	// Omitted is how many processes a RowOmitted stands for.
+	Omitted int
 
-	// Group-by-user rows.
-	user   string
-	nprocs int
-	ngpus  int
-	peak   uint64
-	top    string // the user's biggest command
+	// Group-by-User rows.
+	User   string
+	NProcs int
+	NGPUs  int
+	Peak   uint64
+	Top    string // the user's biggest command
 }
 
-func (r procRow) key() string {
-	switch r.kind {
-	case rowUnattr:
-		return "unattr:" + r.dev
-	case rowUser:
-		return "user:" + r.user
-	case rowUnlisted:
-		return "unlisted:" + r.dev
-	case rowOmitted:
-		return "omitted:" + r.dev
+func (r Row) Key() string {
+	switch r.Kind {
+	case RowUnattr:
+		return "unattr:" + r.Dev
+	case RowUser:
+		return "user:" + r.User
+	case RowUnlisted:
+		return "unlisted:" + r.Dev
+	case RowOmitted:
+		return "omitted:" + r.Dev
 	}
-	return fmt.Sprintf("p:%s:%d:%d", r.dev, r.proc.PID, r.proc.StartTime.UnixNano())
+	return fmt.Sprintf("p:%s:%d:%d", r.Dev, r.Proc.PID, r.Proc.StartTime.UnixNano())
 }
 
-type sortMode int
+type SortMode int
 
 const (
-	sortMem sortMode = iota
-	sortPeak
-	sortAge
-	sortPID
-	sortUser
-	sortGPU
-	sortCPU
-	sortRSS
-	sortUtil  // GPU%: the process's SM utilization
-	sortShare // GMEM%: the process's share of its GPU's memory
-	nSortModes
-	noSort sortMode = -1
+	SortMem SortMode = iota
+	SortPeak
+	SortAge
+	SortPID
+	SortUser
+	SortGPU
+	SortCPU
+	SortRSS
+	SortUtil  // GPU%: the process's SM utilization
+	SortShare // GMEM%: the process's share of its GPU's memory
+	NSortModes
+	noSort SortMode = -1
 )
 
-func (s sortMode) String() string {
+func (s SortMode) String() string {
 	return [...]string{"memory", "peak", "age", "pid", "user", "device", "cpu", "rss", "gpu%", "gmem%"}[s]
 }
 
-// groupMode is what the table sums by: nothing, users or jobs.
-type groupMode int
+// GroupMode is what the table sums by: nothing, users or jobs.
+type GroupMode int
 
 const (
-	groupNone groupMode = iota
-	groupUser
-	groupJob
+	GroupNone GroupMode = iota
+	GroupUser
+	GroupJob
 )
 
-// procRows are the rows of the process table for snap, in the snapshot's
+// Rows are the rows of the process table for snap, in the snapshot's
 // order: per device its processes, then its unattributed memory. The live
 // view and the --once table both start from them.
-func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
+func Rows(snap sampler.Snapshot, user string, into []Row) []Row {
 	withHost := draw.SeveralHosts(snap)
 	for _, d := range snap.Devices {
 		label := draw.ProcDeviceLabel(d, withHost)
@@ -113,68 +117,68 @@ func procRows(snap sampler.Snapshot, user string, into []procRow) []procRow {
 			label += " " + draw.Age(age) + " old"
 		}
 		if d.NoProcessList {
-			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label})
+			into = append(into, Row{Kind: RowUnlisted, Dev: d.ID, DevLabel: label})
 			continue
 		}
 		if snap.ProcessesPending && !d.MIGEnabled {
-			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label, pending: true})
+			into = append(into, Row{Kind: RowUnlisted, Dev: d.ID, DevLabel: label, Pending: true})
 			continue
 		}
 		if d.ProcessesNotRead && !d.MIGEnabled {
-			into = append(into, procRow{kind: rowUnlisted, dev: d.ID, devLabel: label, notRead: true})
+			into = append(into, Row{Kind: RowUnlisted, Dev: d.ID, DevLabel: label, NotRead: true})
 			continue
 		}
 		for _, pr := range d.Processes {
-			r := procRow{kind: rowProc, dev: d.ID, devLabel: label, proc: pr, mine: user != "" && pr.User == user}
+			r := Row{Kind: RowProc, Dev: d.ID, DevLabel: label, Proc: pr, Mine: user != "" && pr.User == user}
 			if pr.UsedBytes != nil && !pr.Exited {
-				r.bytes, r.hasBytes = *pr.UsedBytes, true
-				r.pct = draw.Percent(r.bytes, d.MemoryTotal)
+				r.Bytes, r.HasBytes = *pr.UsedBytes, true
+				r.Pct = draw.Percent(r.Bytes, d.MemoryTotal)
 			}
 			// The age is the process's, from its start time; where that is
 			// not known (a fleet's processes) AGE says n/a, not how long
 			// vramtop has seen it.
 			if !pr.StartTime.IsZero() {
-				r.age, r.hasAge = snap.Time.Sub(pr.StartTime), true
+				r.Age, r.HasAge = snap.Time.Sub(pr.StartTime), true
 			}
 			into = append(into, r)
 		}
 		if d.OmittedProcesses > 0 {
-			r := procRow{kind: rowOmitted, dev: d.ID, devLabel: label, omitted: d.OmittedProcesses}
+			r := Row{Kind: RowOmitted, Dev: d.ID, DevLabel: label, Omitted: d.OmittedProcesses}
 			if d.OmittedBytes != nil {
-				r.bytes, r.hasBytes = *d.OmittedBytes, true
-				r.pct = draw.Percent(r.bytes, d.MemoryTotal)
+				r.Bytes, r.HasBytes = *d.OmittedBytes, true
+				r.Pct = draw.Percent(r.Bytes, d.MemoryTotal)
 			}
 			into = append(into, r)
 		}
 		if d.Unattributed != nil && *d.Unattributed >= draw.MiB {
 			u := *d.Unattributed
-			into = append(into, procRow{kind: rowUnattr, dev: d.ID, devLabel: label, bytes: u, hasBytes: true, pct: draw.Percent(u, d.MemoryTotal)})
+			into = append(into, Row{Kind: RowUnattr, Dev: d.ID, DevLabel: label, Bytes: u, HasBytes: true, Pct: draw.Percent(u, d.MemoryTotal)})
 		}
 	}
 	return into
 }
 
-// unlistedText is what a rowUnlisted says.
-func (r procRow) unlistedText() string {
-	if r.pending {
+// unlistedText is what a RowUnlisted says.
+func (r Row) unlistedText() string {
+	if r.Pending {
 		return draw.PendingText
 	}
-	if r.notRead {
+	if r.NotRead {
 		return draw.NotReadText
 	}
 	return draw.UnlistedText
 }
 
-func (r procRow) matches(f string) bool {
-	switch r.kind {
-	case rowUnattr:
+func (r Row) matches(f string) bool {
+	switch r.Kind {
+	case RowUnattr:
 		return strings.Contains("unattributed", f)
-	case rowUnlisted:
+	case RowUnlisted:
 		return strings.Contains(r.unlistedText(), f)
-	case rowOmitted:
-		return strings.Contains(draw.OmittedText(r.omitted), f)
+	case RowOmitted:
+		return strings.Contains(draw.OmittedText(r.Omitted), f)
 	}
-	pr := r.proc
+	pr := r.Proc
 	return strings.Contains(strings.ToLower(pr.User), f) ||
 		strings.Contains(strings.ToLower(pr.Command), f) ||
 		strings.Contains(strings.ToLower(pr.Job.Name()), f) ||
@@ -183,11 +187,11 @@ func (r procRow) matches(f string) bool {
 }
 
 // rank orders live processes, then unattributed memory, then exited ones.
-func (r procRow) rank() int {
+func (r Row) rank() int {
 	switch {
-	case r.kind == rowProc && r.proc.Exited:
+	case r.Kind == RowProc && r.Proc.Exited:
 		return 2
-	case r.kind == rowUnattr || r.kind == rowOmitted:
+	case r.Kind == RowUnattr || r.Kind == RowOmitted:
 		return 1
 	}
 	return 0
@@ -196,7 +200,7 @@ func (r procRow) rank() int {
 // sortRows orders rows by the column of by, reversed when rev: the order
 // within the key flips, not where a device's unlisted processes, the
 // unattributed memory and the exited processes go.
-func sortRows(rows []procRow, by sortMode, rev bool) {
+func sortRows(rows []Row, by SortMode, rev bool) {
 	flip := func(c int) int {
 		if rev {
 			return -c
@@ -206,23 +210,23 @@ func sortRows(rows []procRow, by sortMode, rev bool) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		// A device whose processes are not listed comes after them all.
-		if ua, ub := a.kind == rowUnlisted, b.kind == rowUnlisted; ua != ub {
+		if ua, ub := a.Kind == RowUnlisted, b.Kind == RowUnlisted; ua != ub {
 			return !ua
 		}
-		if by == sortMem {
+		if by == SortMem {
 			// Unattributed memory competes with the processes by size: it
 			// is often the answer to "who is using my GPU?".
-			ae, be := a.kind == rowProc && a.proc.Exited, b.kind == rowProc && b.proc.Exited
+			ae, be := a.Kind == RowProc && a.Proc.Exited, b.Kind == RowProc && b.Proc.Exited
 			if ae != be {
 				return !ae
 			}
-			if ae && a.proc.PeakBytes != b.proc.PeakBytes {
-				return flip(cmp.Compare(b.proc.PeakBytes, a.proc.PeakBytes)) < 0
+			if ae && a.Proc.PeakBytes != b.Proc.PeakBytes {
+				return flip(cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes)) < 0
 			}
-			if a.bytes != b.bytes {
-				return flip(cmp.Compare(b.bytes, a.bytes)) < 0
+			if a.Bytes != b.Bytes {
+				return flip(cmp.Compare(b.Bytes, a.Bytes)) < 0
 			}
-			return a.proc.PID < b.proc.PID
+			return a.Proc.PID < b.Proc.PID
 		}
 		if ra, rb := a.rank(), b.rank(); ra != rb {
 			return ra < rb
@@ -231,32 +235,32 @@ func sortRows(rows []procRow, by sortMode, rev bool) {
 		// amounts, ascending for names, PIDs and devices).
 		c := 0
 		switch by {
-		case sortPeak:
-			c = cmp.Compare(b.proc.PeakBytes, a.proc.PeakBytes)
-		case sortAge:
-			c = cmp.Compare(b.age, a.age)
-		case sortPID:
-			c = cmp.Compare(a.proc.PID, b.proc.PID)
-		case sortUser:
-			c = strings.Compare(a.proc.User, b.proc.User)
-		case sortGPU:
-			c = compareIDs(a.dev, b.dev)
-		case sortCPU:
-			c = -compareOpt(a.proc.CPUPercent, b.proc.CPUPercent)
-		case sortRSS:
-			c = -compareOpt(a.proc.HostMemoryBytes, b.proc.HostMemoryBytes)
-		case sortUtil:
-			c = -compareOpt(a.proc.UtilizationPercent, b.proc.UtilizationPercent)
-		case sortShare:
-			c = cmp.Compare(b.pct, a.pct)
+		case SortPeak:
+			c = cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes)
+		case SortAge:
+			c = cmp.Compare(b.Age, a.Age)
+		case SortPID:
+			c = cmp.Compare(a.Proc.PID, b.Proc.PID)
+		case SortUser:
+			c = strings.Compare(a.Proc.User, b.Proc.User)
+		case SortGPU:
+			c = CompareIDs(a.Dev, b.Dev)
+		case SortCPU:
+			c = -compareOpt(a.Proc.CPUPercent, b.Proc.CPUPercent)
+		case SortRSS:
+			c = -compareOpt(a.Proc.HostMemoryBytes, b.Proc.HostMemoryBytes)
+		case SortUtil:
+			c = -compareOpt(a.Proc.UtilizationPercent, b.Proc.UtilizationPercent)
+		case SortShare:
+			c = cmp.Compare(b.Pct, a.Pct)
 		}
 		if c != 0 {
 			return flip(c) < 0
 		}
-		if a.bytes != b.bytes {
-			return a.bytes > b.bytes
+		if a.Bytes != b.Bytes {
+			return a.Bytes > b.Bytes
 		}
-		return a.proc.PID < b.proc.PID
+		return a.Proc.PID < b.Proc.PID
 	})
 }
 
@@ -273,9 +277,9 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
-// compareIDs orders device IDs as people count them: "2" before "10",
+// CompareIDs orders device IDs as people count them: "2" before "10",
 // "0/2" before "0/10", "node-a:3" before "node-a:12".
-func compareIDs(a, b string) int {
+func CompareIDs(a, b string) int {
 	for a != "" && b != "" {
 		da, db := digitsPrefix(a), digitsPrefix(b)
 		if da > 0 && db > 0 {
@@ -306,14 +310,14 @@ func digitsPrefix(s string) int {
 }
 
 // userOf names a row's group in the table by user.
-func userOf(r procRow) string {
-	name := r.proc.User
+func userOf(r Row) string {
+	name := r.Proc.User
 	switch {
-	case r.kind == rowUnattr:
+	case r.Kind == RowUnattr:
 		name = "(unattributed)"
-	case r.kind == rowOmitted:
+	case r.Kind == RowOmitted:
 		name = "(not exported)"
-	case !r.proc.Visible && name == "":
+	case !r.Proc.Visible && name == "":
 		name = "(other namespace)"
 	case name == "":
 		name = "(unknown)"
@@ -322,11 +326,11 @@ func userOf(r procRow) string {
 }
 
 // jobOf names a row's group in the table by job.
-func jobOf(r procRow) string {
-	switch n := r.proc.Job.Name(); {
-	case r.kind == rowUnattr:
+func jobOf(r Row) string {
+	switch n := r.Proc.Job.Name(); {
+	case r.Kind == RowUnattr:
 		return "(unattributed)"
-	case r.kind == rowOmitted:
+	case r.Kind == RowOmitted:
 		return "(not exported)"
 	case n == "":
 		return "(no job)"
@@ -336,124 +340,148 @@ func jobOf(r procRow) string {
 }
 
 // groupRows sums live memory per group (named by nameOf) across the GPUs.
-func groupRows(rows []procRow, snap sampler.Snapshot, nameOf func(procRow) string) []procRow {
+func groupRows(rows []Row, snap sampler.Snapshot, nameOf func(Row) string) []Row {
 	var total uint64
 	for _, d := range snap.Devices {
 		total += d.MemoryTotal
 	}
 	type acc struct {
-		row  procRow
+		row  Row
 		gpus map[string]bool
 		top  uint64
 	}
 	by := map[string]*acc{}
 	var order []string
 	for _, r := range rows {
-		if r.kind == rowProc && r.proc.Exited || r.kind == rowUnlisted {
+		if r.Kind == RowProc && r.Proc.Exited || r.Kind == RowUnlisted {
 			continue
 		}
 		name := nameOf(r)
 		a := by[name]
 		if a == nil {
-			a = &acc{row: procRow{kind: rowUser, user: name, mine: r.mine}, gpus: map[string]bool{}}
+			a = &acc{row: Row{Kind: RowUser, User: name, Mine: r.Mine}, gpus: map[string]bool{}}
 			by[name] = a
 			order = append(order, name)
 		}
-		a.row.bytes += r.bytes
-		a.row.hasBytes = a.row.hasBytes || r.hasBytes
-		a.row.peak += r.proc.PeakBytes
-		if r.kind == rowProc {
-			a.row.nprocs++
+		a.row.Bytes += r.Bytes
+		a.row.HasBytes = a.row.HasBytes || r.HasBytes
+		a.row.Peak += r.Proc.PeakBytes
+		if r.Kind == RowProc {
+			a.row.NProcs++
 		}
-		a.gpus[r.dev] = true
-		if r.bytes >= a.top {
-			a.top = r.bytes
-			a.row.top = r.proc.Command
-			switch r.kind {
-			case rowUnattr:
-				a.row.top = "other containers, driver, leaked contexts"
-			case rowOmitted:
-				a.row.top = draw.OmittedText(r.omitted)
+		a.gpus[r.Dev] = true
+		if r.Bytes >= a.top {
+			a.top = r.Bytes
+			a.row.Top = r.Proc.Command
+			switch r.Kind {
+			case RowUnattr:
+				a.row.Top = "other containers, driver, leaked contexts"
+			case RowOmitted:
+				a.row.Top = draw.OmittedText(r.Omitted)
 			}
 		}
 	}
 	out := rows[:0]
 	for _, n := range order {
 		a := by[n]
-		a.row.ngpus = len(a.gpus)
-		a.row.pct = draw.Percent(a.row.bytes, total)
+		a.row.NGPUs = len(a.gpus)
+		a.row.Pct = draw.Percent(a.row.Bytes, total)
 		out = append(out, a.row)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].bytes != out[j].bytes {
-			return out[i].bytes > out[j].bytes
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
 		}
-		return out[i].user < out[j].user
+		return out[i].User < out[j].User
 	})
 	return out
 }
 
-// procPane is the process table: every process on the shown GPUs, or the
+// Table is the process table: every process on the shown GPUs, or the
 // memory per user. It owns its keys: moving (when focused), and sorting,
 // filtering, mine-only, grouping and the kill request (whichever pane has
 // the focus: they act on this table).
-type procPane struct {
-	st      common.Styles
-	keys    common.KeyMap
+type Table struct {
+	ctx     *common.Context
 	out     *common.Outbox
-	user    string
 	width   int
 	height  int
 	focused bool
 
 	snap sampler.Snapshot
-	all  []procRow // from the snapshot
-	rows []procRow // filtered, sorted (or grouped) rows on screen
+	all  []Row // from the snapshot
+	rows []Row // filtered, sorted (or grouped) rows on screen
 
 	sel, off int
 	selKey   string
-	sortBy   sortMode
+	sortBy   SortMode
 	sortRev  bool // the sort reversed (I)
 	// picking: the sort picker (F6) is open, on pick.
 	picking  bool
-	pick     sortMode
+	pick     SortMode
 	filter   string
 	input    lineInput
 	mineOnly bool
-	group    groupMode
+	group    GroupMode
 }
 
-func newProcPane(out *common.Outbox) procPane {
-	return procPane{out: out, input: lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}}
+// New returns the table, empty until the first snapshot; whose processes
+// are "mine" is ctx.User.
+func New(ctx *common.Context, out *common.Outbox) *Table {
+	p := &Table{ctx: ctx, out: out, input: lineInput{prompt: "/", hint: "user, command, container or PID", limit: 64}}
+	p.restyle()
+	return p
 }
 
-func (p *procPane) setStyles(st common.Styles, keys common.KeyMap) {
-	p.st, p.keys = st, keys
-	p.input.cursor, p.input.dim = st.Selected, st.Dim
+func (p *Table) restyle() {
+	p.input.cursor, p.input.dim = p.ctx.Styles.Selected, p.ctx.Styles.Dim
+}
+
+// Peek is what the table shows: its rows on screen in order (filtered,
+// sorted or grouped) and those of the snapshot, the selection and the
+// first row on screen, the sort, the grouping, the filter, whether the
+// filter's input or the sort picker is open, and its width.
+type Peek struct {
+	Rows, All          []Row
+	Sel, Off           int
+	SortBy             SortMode
+	SortRev            bool
+	Group              GroupMode
+	Filter             string
+	Filtering, Picking bool
+	Width              int
+}
+
+// Peek says what the table shows.
+func (p *Table) Peek() Peek {
+	return Peek{Rows: slices.Clone(p.rows), All: slices.Clone(p.all), Sel: p.sel, Off: p.off, SortBy: p.sortBy, SortRev: p.sortRev,
+		Group: p.group, Filter: p.filter, Filtering: p.input.Focused(), Picking: p.picking, Width: p.width}
+}
+
+// Line is r as the table lays it out at its width.
+func (p *Table) Line(r Row) string {
+	return layoutColumns(procColumns, p.all, p.width).line(r)
 }
 
 // SetSize sets the pane's size, its column header included.
-func (p *procPane) SetSize(w, h int) {
+func (p *Table) SetSize(w, h int) {
 	p.width, p.height = w, h
 	p.scroll()
 }
 
-// SetFocus says whether the pane has the keyboard.
-func (p *procPane) SetFocus(f bool) { p.focused = f }
-
 // Bindings are the keys that act on the table whichever pane is focused.
-func (p *procPane) Bindings() []key.Binding {
-	return []key.Binding{p.keys.Sort, p.keys.Filter, p.keys.Mine, p.keys.Group, p.keys.Kill,
-		p.keys.SortPick, p.keys.Reverse, p.keys.SortLeft, p.keys.SortRight, p.keys.Signal}
+func (p *Table) Bindings() []key.Binding {
+	return []key.Binding{p.ctx.Keys.Sort, p.ctx.Keys.Filter, p.ctx.Keys.Mine, p.ctx.Keys.Group, p.ctx.Keys.Kill,
+		p.ctx.Keys.SortPick, p.ctx.Keys.Reverse, p.ctx.Keys.SortLeft, p.ctx.Keys.SortRight, p.ctx.Keys.Signal}
 }
 
 // Capturing reports whether the filter input or the sort picker takes
 // every key.
-func (p *procPane) Capturing() bool { return p.input.Focused() || p.picking }
+func (p *Table) Capturing() bool { return p.input.Focused() || p.picking }
 
 // sortable are the sorts of the columns on screen, left to right.
-func (p *procPane) sortable() []sortMode {
-	var out []sortMode
+func (p *Table) sortable() []SortMode {
+	var out []SortMode
 	for _, c := range layoutColumns(procColumns, p.all, p.width).cols {
 		if c.sort != noSort {
 			out = append(out, c.sort)
@@ -463,19 +491,19 @@ func (p *procPane) sortable() []sortMode {
 }
 
 // setSort sorts by mode; the same column again reverses the order.
-func (p *procPane) setSort(mode sortMode, toggle bool) {
+func (p *Table) setSort(mode SortMode, toggle bool) {
 	if toggle && mode == p.sortBy {
 		p.sortRev = !p.sortRev
 	} else {
 		p.sortBy, p.sortRev = mode, false
 	}
-	p.group = groupNone
+	p.group = GroupNone
 	p.refresh()
 	p.out.Status(false, "processes sorted by %s", p.sortText())
 }
 
 // sortText names the sort and its direction: "pid, descending".
-func (p *procPane) sortText() string {
+func (p *Table) sortText() string {
 	if p.sortRev {
 		return p.sortBy.String() + ", reversed"
 	}
@@ -483,7 +511,7 @@ func (p *procPane) sortText() string {
 }
 
 // stepSort is the sortable column left (d < 0) or right of the sort's.
-func (p *procPane) stepSort(d int) sortMode {
+func (p *Table) stepSort(d int) SortMode {
 	modes := p.sortable()
 	if len(modes) == 0 {
 		return p.sortBy
@@ -497,26 +525,26 @@ func (p *procPane) stepSort(d int) sortMode {
 
 // PickerView is the sort picker for the footer: the columns, the one
 // chosen marked.
-func (p *procPane) PickerView() string {
+func (p *Table) PickerView() string {
 	if !p.picking {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(p.st.Title.Render("sort by "))
+	b.WriteString(p.ctx.Styles.Title.Render("sort by "))
 	for _, mode := range p.sortable() {
 		t := sortTitle(mode)
 		if mode == p.pick {
-			b.WriteString(p.st.Selected.Render("[" + t + "]"))
+			b.WriteString(p.ctx.Styles.Selected.Render("[" + t + "]"))
 		} else {
 			b.WriteString(" " + t + " ")
 		}
 	}
-	b.WriteString(p.st.Dim.Render("  ←/→ enter esc"))
+	b.WriteString(p.ctx.Styles.Dim.Render("  ←/→ enter esc"))
 	return draw.Fit(b.String(), p.width)
 }
 
 // sortTitle is the title of the column of mode.
-func sortTitle(mode sortMode) string {
+func sortTitle(mode SortMode) string {
 	for _, c := range procColumns {
 		if c.sort == mode {
 			return c.title
@@ -525,30 +553,36 @@ func sortTitle(mode sortMode) string {
 	return mode.String()
 }
 
-func (p *procPane) onPickKey(k tea.KeyPressMsg) tea.Cmd {
+func (p *Table) onPickKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case k.String() == "ctrl+c":
 		return tea.Quit
 	case k.String() == "enter":
 		p.picking = false
 		p.setSort(p.pick, false)
-	case key.Matches(k, p.keys.Back, p.keys.SortPick):
+	case key.Matches(k, p.ctx.Keys.Back, p.ctx.Keys.SortPick):
 		p.picking = false
-	case key.Matches(k, p.keys.Prev, p.keys.SortLeft):
+	case key.Matches(k, p.ctx.Keys.Prev, p.ctx.Keys.SortLeft):
 		p.pick = p.stepSort(-1)
-	case key.Matches(k, p.keys.Next, p.keys.SortRight):
+	case key.Matches(k, p.ctx.Keys.Next, p.ctx.Keys.SortRight):
 		p.pick = p.stepSort(1)
 	}
 	return nil
 }
 
-// FilterView is the filter input for the footer.
-func (p *procPane) FilterView() string { return p.input.View() }
+// FilterView is the filter input for the footer while it is open; "" when
+// it is not.
+func (p *Table) FilterView() string {
+	if !p.input.Focused() {
+		return ""
+	}
+	return p.input.View()
+}
 
 // State is the table's state for the footer: "sort memory · mine only".
-func (p *procPane) State() []string {
+func (p *Table) State() []string {
 	var state []string
-	if p.group != groupNone {
+	if p.group != GroupNone {
 		state = append(state, "by "+[...]string{"", "user", "job"}[p.group])
 	} else {
 		state = append(state, "sort "+p.sortText())
@@ -564,12 +598,12 @@ func (p *procPane) State() []string {
 
 // Back undoes the table's narrowing (the filter, then the grouping); it
 // reports false when there was none.
-func (p *procPane) Back() bool {
+func (p *Table) Back() bool {
 	switch {
 	case p.filter != "":
 		p.setFilter("")
-	case p.group != groupNone:
-		p.group = groupNone
+	case p.group != GroupNone:
+		p.group = GroupNone
 		p.refresh()
 	default:
 		return false
@@ -577,31 +611,25 @@ func (p *procPane) Back() bool {
 	return true
 }
 
-// SetUser sets whose processes are "mine".
-func (p *procPane) SetUser(u string) { p.user = u }
-
-// User is whose processes are "mine".
-func (p *procPane) User() string { return p.user }
-
 // MinWidth is the narrowest the table fits its rows (from its columns).
-func (p *procPane) MinWidth() int { return procColumns.minWidth(p.all) }
+func (p *Table) MinWidth() int { return procColumns.minWidth(p.all) }
 
 // Wants is the height that shows every row under the column header.
-func (p *procPane) Wants() int { return 1 + max(len(p.rows), 1) }
+func (p *Table) Wants() int { return 1 + max(len(p.rows), 1) }
 
-// SetSnapshot rebuilds the rows from the devices shown.
-func (p *procPane) SetSnapshot(snap sampler.Snapshot) {
+// setSnapshot rebuilds the rows from the devices shown.
+func (p *Table) setSnapshot(snap sampler.Snapshot) {
 	p.snap = snap
-	p.all = procRows(snap, p.user, p.all[:0])
+	p.all = Rows(snap, p.ctx.User, p.all[:0])
 	p.refresh()
 }
 
 // refresh applies the filter, the mine-only switch, the sort or the grouping.
-func (p *procPane) refresh() {
+func (p *Table) refresh() {
 	p.rows = p.rows[:0]
 	f := strings.ToLower(p.filter)
 	for _, r := range p.all {
-		if p.mineOnly && !r.mine {
+		if p.mineOnly && !r.Mine {
 			continue
 		}
 		if f != "" && !r.matches(f) {
@@ -610,9 +638,9 @@ func (p *procPane) refresh() {
 		p.rows = append(p.rows, r)
 	}
 	switch p.group {
-	case groupUser:
+	case GroupUser:
 		p.rows = groupRows(p.rows, p.snap, userOf)
-	case groupJob:
+	case GroupJob:
 		p.rows = groupRows(p.rows, p.snap, jobOf)
 	default:
 		sortRows(p.rows, p.sortBy, p.sortRev)
@@ -620,17 +648,17 @@ func (p *procPane) refresh() {
 	p.reselect()
 }
 
-func (p *procPane) setFilter(v string) {
+func (p *Table) setFilter(v string) {
 	p.filter = v
 	p.input.SetValue(v)
 	p.refresh()
 }
 
 // reselect keeps the selected row selected across refreshes.
-func (p *procPane) reselect() {
+func (p *Table) reselect() {
 	if p.selKey != "" {
 		for i, r := range p.rows {
-			if r.key() == p.selKey {
+			if r.Key() == p.selKey {
 				p.sel = i
 				p.scroll()
 				return
@@ -642,21 +670,21 @@ func (p *procPane) reselect() {
 	p.scroll()
 }
 
-func (p *procPane) remember() {
+func (p *Table) remember() {
 	if p.sel >= 0 && p.sel < len(p.rows) {
-		p.selKey = p.rows[p.sel].key()
+		p.selKey = p.rows[p.sel].Key()
 	} else {
 		p.selKey = ""
 	}
 }
 
 // visibleRows is how many rows fit under the column header.
-func (p *procPane) visibleRows() int {
+func (p *Table) visibleRows() int {
 	return max(p.height-1, 0)
 }
 
 // scroll moves the window so the selected row shows.
-func (p *procPane) scroll() {
+func (p *Table) scroll() {
 	n := p.visibleRows()
 	if n <= 0 {
 		return
@@ -670,7 +698,7 @@ func (p *procPane) scroll() {
 	p.off = draw.Clamp(p.off, 0, max(len(p.rows)-n, 0))
 }
 
-func (p *procPane) move(d int) {
+func (p *Table) move(d int) {
 	if len(p.rows) == 0 {
 		return
 	}
@@ -679,9 +707,16 @@ func (p *procPane) move(d int) {
 	p.scroll()
 }
 
-// Update takes the table's keys, the filter's input and the mouse wheel.
-func (p *procPane) Update(msg tea.Msg) tea.Cmd {
+// Update takes the devices shown (common.Shown), the focus, the table's
+// keys, the filter's input and the mouse wheel.
+func (p *Table) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case common.Shown:
+		p.setSnapshot(msg.Snap)
+	case common.Focus:
+		p.focused = bool(msg)
+	case common.Restyled:
+		p.restyle()
 	case tea.PasteMsg:
 		if p.Capturing() {
 			p.input.Update(tea.KeyPressMsg{Text: strings.Map(func(r rune) rune {
@@ -711,66 +746,66 @@ func (p *procPane) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
+func (p *Table) onKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
-	case key.Matches(k, p.keys.Sort):
+	case key.Matches(k, p.ctx.Keys.Sort):
 		// The next sort whose column is on screen.
 		for {
-			p.sortBy = (p.sortBy + 1) % nSortModes
-			if p.sortBy == sortMem || procColumns.sorts(p.sortBy, p.all, p.width) {
+			p.sortBy = (p.sortBy + 1) % NSortModes
+			if p.sortBy == SortMem || procColumns.sorts(p.sortBy, p.all, p.width) {
 				break
 			}
 		}
 		p.sortRev = false
 		p.refresh()
 		p.out.Status(false, "processes sorted by %s", p.sortBy)
-	case key.Matches(k, p.keys.Reverse):
+	case key.Matches(k, p.ctx.Keys.Reverse):
 		p.setSort(p.sortBy, true)
-	case key.Matches(k, p.keys.SortLeft, p.keys.SortRight):
+	case key.Matches(k, p.ctx.Keys.SortLeft, p.ctx.Keys.SortRight):
 		d := 1
-		if key.Matches(k, p.keys.SortLeft) {
+		if key.Matches(k, p.ctx.Keys.SortLeft) {
 			d = -1
 		}
 		p.pick = p.sortBy
 		p.setSort(p.stepSort(d), false)
-	case key.Matches(k, p.keys.SortPick):
+	case key.Matches(k, p.ctx.Keys.SortPick):
 		p.picking, p.pick = true, p.sortBy
-	case key.Matches(k, p.keys.Filter):
+	case key.Matches(k, p.ctx.Keys.Filter):
 		p.input.SetValue(p.filter)
 		p.input.Focus()
-	case key.Matches(k, p.keys.Mine):
+	case key.Matches(k, p.ctx.Keys.Mine):
 		p.mineOnly = !p.mineOnly
 		p.refresh()
-	case key.Matches(k, p.keys.Group):
+	case key.Matches(k, p.ctx.Keys.Group):
 		// By user, then by job where processes have one, then neither.
 		p.group = (p.group + 1) % 3
-		if p.group == groupJob && !anyJob(p.all) {
-			p.group = groupNone
+		if p.group == GroupJob && !anyJob(p.all) {
+			p.group = GroupNone
 		}
 		p.refresh()
-	case key.Matches(k, p.keys.Kill, p.keys.Signal):
+	case key.Matches(k, p.ctx.Keys.Kill, p.ctx.Keys.Signal):
 		if r, ok := p.Selected(); ok && p.focused {
-			p.out.Post(common.Signal{Dev: r.dev, Proc: r.proc, Process: r.kind == rowProc, List: key.Matches(k, p.keys.Signal)})
+			p.out.Post(common.Signal{Dev: r.Dev, Proc: r.Proc, Process: r.Kind == RowProc, List: key.Matches(k, p.ctx.Keys.Signal)})
 		} else {
 			p.out.Status(true, "select a process first (tab to the process list)")
 		}
 	case !p.focused:
-	case key.Matches(k, p.keys.Enter):
+	case key.Matches(k, p.ctx.Keys.Enter):
 		p.enter()
 	default:
 		page := max(p.visibleRows()-1, 1)
 		switch {
-		case key.Matches(k, p.keys.Up):
+		case key.Matches(k, p.ctx.Keys.Up):
 			p.move(-1)
-		case key.Matches(k, p.keys.Down):
+		case key.Matches(k, p.ctx.Keys.Down):
 			p.move(1)
-		case key.Matches(k, p.keys.PageUp):
+		case key.Matches(k, p.ctx.Keys.PageUp):
 			p.move(-page)
-		case key.Matches(k, p.keys.PageDown):
+		case key.Matches(k, p.ctx.Keys.PageDown):
 			p.move(page)
-		case key.Matches(k, p.keys.Top):
+		case key.Matches(k, p.ctx.Keys.Top):
 			p.move(-len(p.rows))
-		case key.Matches(k, p.keys.Bottom):
+		case key.Matches(k, p.ctx.Keys.Bottom):
 			p.move(len(p.rows))
 		}
 	}
@@ -780,9 +815,9 @@ func (p *procPane) onKey(k tea.KeyPressMsg) tea.Cmd {
 // Click acts on a click at column x of the pane's line y: the column header
 // sorts by the column clicked (the same one again reverses), a row is
 // selected. It reports whether a row was.
-func (p *procPane) Click(x, y int) bool {
+func (p *Table) Click(x, y int) bool {
 	if y == 0 {
-		if p.group != groupNone {
+		if p.group != GroupNone {
 			return false
 		}
 		if c, ok := layoutColumns(procColumns, p.all, p.width).columnAt(x); ok && c.sort != noSort {
@@ -801,23 +836,23 @@ func (p *procPane) Click(x, y int) bool {
 
 // enter opens the detail of the selected process or device; on a user's
 // row it shows that user's processes.
-func (p *procPane) enter() {
+func (p *Table) enter() {
 	r, ok := p.Selected()
 	if !ok {
 		return
 	}
-	switch r.kind {
-	case rowUser:
-		p.group = groupNone
-		p.setFilter(r.user)
-	case rowUnattr, rowUnlisted, rowOmitted:
-		p.out.Post(common.OpenDetail{Dev: r.dev})
+	switch r.Kind {
+	case RowUser:
+		p.group = GroupNone
+		p.setFilter(r.User)
+	case RowUnattr, RowUnlisted, RowOmitted:
+		p.out.Post(common.OpenDetail{Dev: r.Dev})
 	default:
-		p.out.Post(common.OpenDetail{Dev: r.dev, PID: r.proc.PID, Start: r.proc.StartTime.UnixNano()})
+		p.out.Post(common.OpenDetail{Dev: r.Dev, PID: r.Proc.PID, Start: r.Proc.StartTime.UnixNano()})
 	}
 }
 
-func (p *procPane) onFilterKey(k tea.KeyPressMsg) tea.Cmd {
+func (p *Table) onFilterKey(k tea.KeyPressMsg) tea.Cmd {
 	switch k.String() {
 	case "enter":
 		p.input.Blur()
@@ -834,7 +869,7 @@ func (p *procPane) onFilterKey(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func (p *procPane) applyInput() {
+func (p *Table) applyInput() {
 	if v := p.input.Value(); v != p.filter {
 		p.filter = v
 		p.refresh()
@@ -842,26 +877,26 @@ func (p *procPane) applyInput() {
 }
 
 // Selected returns the selected row.
-func (p *procPane) Selected() (procRow, bool) {
+func (p *Table) Selected() (Row, bool) {
 	if p.sel < 0 || p.sel >= len(p.rows) {
-		return procRow{}, false
+		return Row{}, false
 	}
 	return p.rows[p.sel], true
 }
 
 // table is the column table on screen.
-func (p *procPane) table() []procColumn {
+func (p *Table) table() []procColumn {
 	switch p.group {
-	case groupUser:
+	case GroupUser:
 		return userColumns
-	case groupJob:
+	case GroupJob:
 		return jobColumns
 	}
 	return procColumns
 }
 
 // View renders the column header and the visible rows.
-func (p *procPane) View() string {
+func (p *Table) View() string {
 	if p.width <= 0 || p.height <= 0 {
 		return ""
 	}
@@ -870,10 +905,10 @@ func (p *procPane) View() string {
 	var b strings.Builder
 	b.Grow(p.width * p.height * 2)
 	sortBy := p.sortBy
-	if p.group != groupNone {
-		sortBy = sortMem // groups are always by memory
+	if p.group != GroupNone {
+		sortBy = SortMem // groups are always by memory
 	}
-	b.WriteString(p.st.PColHeader.On(draw.Fit(lay.header(sortBy, p.sortRev && p.group == groupNone), p.width)))
+	b.WriteString(p.ctx.Styles.PColHeader.On(draw.Fit(lay.header(sortBy, p.sortRev && p.group == GroupNone), p.width)))
 	n := p.visibleRows()
 	if len(p.rows) == 0 && n > 0 {
 		b.WriteString("\n")
@@ -886,7 +921,7 @@ func (p *procPane) View() string {
 		case p.mineOnly:
 			msg = "none of your processes is on these GPUs"
 		}
-		b.WriteString(p.st.PDim.On(draw.Fit("  "+msg, p.width)))
+		b.WriteString(p.ctx.Styles.PDim.On(draw.Fit("  "+msg, p.width)))
 	}
 	for i := p.off; i < len(p.rows) && i < p.off+n; i++ {
 		b.WriteString("\n")
@@ -894,30 +929,30 @@ func (p *procPane) View() string {
 		line := draw.Fit(lay.line(r), p.width)
 		switch {
 		case i == p.sel && p.focused:
-			line = p.st.PSelected.On(line)
-		case r.kind == rowUnattr || r.kind == rowOmitted:
-			line = p.st.PUnattr.On(line)
-		case r.kind == rowUnlisted:
-			line = p.st.PDim.On(line)
-		case r.kind == rowProc && r.proc.Exited:
-			line = p.st.PExited.On(line)
-		case r.mine:
-			line = p.st.PMine.On(line)
-		case r.kind == rowProc || r.kind == rowUser:
-			line = p.st.POthers.On(line)
+			line = p.ctx.Styles.PSelected.On(line)
+		case r.Kind == RowUnattr || r.Kind == RowOmitted:
+			line = p.ctx.Styles.PUnattr.On(line)
+		case r.Kind == RowUnlisted:
+			line = p.ctx.Styles.PDim.On(line)
+		case r.Kind == RowProc && r.Proc.Exited:
+			line = p.ctx.Styles.PExited.On(line)
+		case r.Mine:
+			line = p.ctx.Styles.PMine.On(line)
+		case r.Kind == RowProc || r.Kind == RowUser:
+			line = p.ctx.Styles.POthers.On(line)
 		}
 		if i == p.sel && !p.focused {
-			line = p.st.PCursor.On(line)
+			line = p.ctx.Styles.PCursor.On(line)
 		}
 		b.WriteString(line)
 	}
 	return b.String()
 }
 
-// commandCell is a process's COMMAND column, in the live view and the
+// CommandCell is a process's COMMAND column, in the live view and the
 // table alike: its command line, with its container in front, or what is
 // known of a process in another PID namespace.
-func commandCell(pr sampler.Process) string {
+func CommandCell(pr sampler.Process) string {
 	switch {
 	case !pr.Visible:
 		ns := "(other PID namespace"

@@ -1,13 +1,10 @@
-package ui
+package procs
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
@@ -16,19 +13,10 @@ import (
 	"github.com/vramtop/vramtop/ui/draw"
 )
 
-// WriteTable prints one snapshot as a plain table (vramtop --once): the
-// devices, then the processes. Colour only when w is a terminal that takes
-// it (and NO_COLOR is not set).
-func WriteTable(w io.Writer, snap sampler.Snapshot, th advisor.Thresholds) error {
-	cw := colorprofile.NewWriter(w, os.Environ())
-	st := common.NewStyles(true, cw.Profile <= colorprofile.ASCII)
-	_, err := io.WriteString(cw, renderTable(st, snap, th))
-	return err
-}
-
-// renderTable lays out the table with styles; the writer strips what the
-// output cannot show.
-func renderTable(st common.Styles, snap sampler.Snapshot, th advisor.Thresholds) string {
+// RenderTable is one snapshot as a plain table (vramtop --once): the
+// devices, then the processes, then the alerts, with styles; the writer
+// strips what the output cannot show.
+func RenderTable(st common.Styles, snap sampler.Snapshot, th advisor.Thresholds) string {
 	var b strings.Builder
 	head := []string{"vramtop"}
 	if snap.Hostname != "" {
@@ -55,7 +43,7 @@ func renderTable(st common.Styles, snap sampler.Snapshot, th advisor.Thresholds)
 	}
 	b.WriteString("\n")
 
-	fleet := isFleet(snap)
+	fleet := draw.IsFleet(snap)
 	devs := [][]string{{"GPU", "NAME", "USED", "TOTAL", "USE%", "RESERVED", "FREE", "UNATTRIB", "UTIL", "TEMP", "POWER"}}
 	if fleet {
 		devs[0] = append([]string{"HOST"}, devs[0]...)
@@ -93,19 +81,19 @@ func renderTable(st common.Styles, snap sampler.Snapshot, th advisor.Thresholds)
 	}
 	writeAligned(&b, devs, map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, fleet, st, devStyle)
 
-	rows := procRows(snap, "", nil)
+	rows := Rows(snap, "", nil)
 	cols := procColumns.shown(rows, formFull)
 	procs := [][]string{cols.titles()}
 	var procStyle []func(string) string
 	for _, r := range rows {
 		procs = append(procs, cols.cells(r))
 		switch {
-		case r.kind == rowUnlisted:
+		case r.Kind == RowUnlisted:
 			// Not "no processes": nobody can tell from here.
 			procStyle = append(procStyle, func(s string) string { return st.Dim.Render(s) })
-		case r.kind == rowUnattr || r.kind == rowOmitted:
+		case r.Kind == RowUnattr || r.Kind == RowOmitted:
 			procStyle = append(procStyle, func(s string) string { return st.Unattr.Render(s) })
-		case r.proc.Exited:
+		case r.Proc.Exited:
 			procStyle = append(procStyle, func(s string) string { return st.Exited.Render(s) })
 		default:
 			procStyle = append(procStyle, nil)
@@ -187,7 +175,7 @@ func writeAligned(b *strings.Builder, rows [][]string, right map[int]bool, shift
 // widths and cells; the live view's minimum size is derived from them too.
 type procColumn struct {
 	title string
-	sort  sortMode // the sort that marks the title with ▼; noSort for none
+	sort  SortMode // the sort that marks the title with ▼; noSort for none
 	right bool
 	// width is the column's least width in the live view; short its width
 	// in the narrow form (0: the same).
@@ -195,13 +183,13 @@ type procColumn struct {
 	// grow is the width a row's content wants, for a column that widens
 	// to its content up to most (shortMost in the narrow form); nil for a
 	// fixed width.
-	grow            func(procRow) int
+	grow            func(Row) int
 	most, shortMost int
 	// cell is the row's text; short asks for the narrow form ("61.2G").
-	cell func(r procRow, short bool) string
+	cell func(r Row, short bool) string
 	// show says whether the column is shown for rows (nil: always); wide
 	// ones are left out of the narrow form.
-	show func(rows []procRow) bool
+	show func(rows []Row) bool
 	wide bool
 	// last: left out only of the narrowest form, after the short sizes.
 	last bool
@@ -212,140 +200,140 @@ type procColumn struct {
 type columnTable []procColumn
 
 const (
-	minLastWidth = 8  // the least of a command the live view shows
+	MinLastWidth = 8  // the least of a command the live view shows
 	shortBelow   = 24 // the narrow form is used when the last column would get less
 	markerWidth  = 2  // "● " marks your processes in the live view
 )
 
 // procColumns is the process table.
 var procColumns = columnTable{
-	{title: "GPU", sort: sortGPU, width: 3, grow: func(r procRow) int { return len(r.devLabel) }, most: 24, shortMost: 24,
-		cell: func(r procRow, _ bool) string { return r.devLabel }},
-	{title: "PID", sort: sortPID, right: true, width: 7, cell: func(r procRow, _ bool) string {
-		if r.kind != rowProc {
+	{title: "GPU", sort: SortGPU, width: 3, grow: func(r Row) int { return len(r.DevLabel) }, most: 24, shortMost: 24,
+		cell: func(r Row, _ bool) string { return r.DevLabel }},
+	{title: "PID", sort: SortPID, right: true, width: 7, cell: func(r Row, _ bool) string {
+		if r.Kind != RowProc {
 			return "-"
 		}
-		return strconv.FormatUint(uint64(r.proc.PID), 10)
+		return strconv.FormatUint(uint64(r.Proc.PID), 10)
 	}},
-	{title: "USER", sort: sortUser, width: 4, grow: func(r procRow) int { return len(r.proc.User) }, most: 12, shortMost: 8,
-		cell: func(r procRow, _ bool) string {
+	{title: "USER", sort: SortUser, width: 4, grow: func(r Row) int { return len(r.Proc.User) }, most: 12, shortMost: 8,
+		cell: func(r Row, _ bool) string {
 			switch {
-			case r.kind != rowProc:
+			case r.Kind != RowProc:
 				return "-"
-			case r.proc.User == "":
+			case r.Proc.User == "":
 				return "?"
 			}
-			return r.proc.User
+			return r.Proc.User
 		}},
 	// JOB: the Slurm job, pod or container, where any process has one.
-	{title: "JOB", sort: noSort, width: 3, grow: func(r procRow) int { return len(r.proc.Job.Name()) }, most: 20, wide: true,
-		show: anyJob, cell: func(r procRow, _ bool) string {
-			if r.kind != rowProc {
+	{title: "JOB", sort: noSort, width: 3, grow: func(r Row) int { return len(r.Proc.Job.Name()) }, most: 20, wide: true,
+		show: anyJob, cell: func(r Row, _ bool) string {
+			if r.Kind != RowProc {
 				return ""
 			}
-			return r.proc.Job.Name()
+			return r.Proc.Job.Name()
 		}},
-	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
+	{title: "MEM", sort: SortMem, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
 		switch {
-		case r.kind == rowUnlisted:
+		case r.Kind == RowUnlisted:
 			return ""
-		case r.kind == rowProc && r.proc.Exited:
+		case r.Kind == RowProc && r.Proc.Exited:
 			return "exited"
-		case r.hasBytes:
-			return sizeCell(r.bytes, short)
+		case r.HasBytes:
+			return sizeCell(r.Bytes, short)
 		}
 		return draw.NA
 	}},
 	// GMEM%: the process's share of its GPU's memory (nvtop shows it in
 	// its GPU MEM column).
-	{title: "GMEM%", sort: sortShare, right: true, width: 5, cell: pctCell},
+	{title: "GMEM%", sort: SortShare, right: true, width: 5, cell: pctCell},
 	// GPU%: the process's SM utilization, as nvtop's GPU% and nvitop's %SM.
-	{title: "GPU%", sort: sortUtil, right: true, width: 4, last: true, show: anyUtil, cell: func(r procRow, _ bool) string {
+	{title: "GPU%", sort: SortUtil, right: true, width: 4, last: true, show: anyUtil, cell: func(r Row, _ bool) string {
 		switch {
-		case r.kind != rowProc || r.proc.Exited:
+		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
-		case r.proc.UtilizationPercent == nil:
+		case r.Proc.UtilizationPercent == nil:
 			return draw.NA
 		}
-		return fmt.Sprintf("%.0f%%", *r.proc.UtilizationPercent)
+		return fmt.Sprintf("%.0f%%", *r.Proc.UtilizationPercent)
 	}},
-	{title: "PEAK", sort: sortPeak, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
-		if r.kind != rowProc || r.proc.PeakBytes == 0 {
+	{title: "PEAK", sort: SortPeak, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+		if r.Kind != RowProc || r.Proc.PeakBytes == 0 {
 			return ""
 		}
-		return sizeCell(r.proc.PeakBytes, short)
+		return sizeCell(r.Proc.PeakBytes, short)
 	}},
 	// CPU% and RSS: the process's host CPU (100 = one core) and resident
 	// host memory.
-	{title: "CPU%", sort: sortCPU, right: true, width: 5, wide: true, show: anyCPU, cell: func(r procRow, _ bool) string {
+	{title: "CPU%", sort: SortCPU, right: true, width: 5, wide: true, show: anyCPU, cell: func(r Row, _ bool) string {
 		switch {
-		case r.kind != rowProc || r.proc.Exited:
+		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
-		case r.proc.CPUPercent == nil:
+		case r.Proc.CPUPercent == nil:
 			return draw.NA
 		}
-		return fmt.Sprintf("%.0f", *r.proc.CPUPercent)
+		return fmt.Sprintf("%.0f", *r.Proc.CPUPercent)
 	}},
-	{title: "RSS", sort: sortRSS, right: true, width: 9, wide: true, show: anyRSS, cell: func(r procRow, _ bool) string {
+	{title: "RSS", sort: SortRSS, right: true, width: 9, wide: true, show: anyRSS, cell: func(r Row, _ bool) string {
 		switch {
-		case r.kind != rowProc || r.proc.Exited:
+		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
-		case r.proc.HostMemoryBytes == nil:
+		case r.Proc.HostMemoryBytes == nil:
 			return draw.NA
 		}
-		return draw.Bytes(*r.proc.HostMemoryBytes)
+		return draw.Bytes(*r.Proc.HostMemoryBytes)
 	}},
-	{title: "AGE", sort: sortAge, right: true, width: 6, cell: func(r procRow, _ bool) string {
+	{title: "AGE", sort: SortAge, right: true, width: 6, cell: func(r Row, _ bool) string {
 		switch {
-		case r.kind != rowProc:
+		case r.Kind != RowProc:
 			return ""
-		case !r.hasAge:
+		case !r.HasAge:
 			return draw.NA
 		}
-		return draw.Age(r.age)
+		return draw.Age(r.Age)
 	}},
-	{title: "COMMAND", sort: noSort, cell: func(r procRow, _ bool) string {
-		switch r.kind {
-		case rowUnlisted:
+	{title: "COMMAND", sort: noSort, cell: func(r Row, _ bool) string {
+		switch r.Kind {
+		case RowUnlisted:
 			return r.unlistedText()
-		case rowUnattr:
+		case RowUnattr:
 			return "unattributed: other containers/namespaces, driver, leaked contexts"
-		case rowOmitted:
-			return draw.OmittedText(r.omitted)
+		case RowOmitted:
+			return draw.OmittedText(r.Omitted)
 		}
-		return commandCell(r.proc)
+		return CommandCell(r.Proc)
 	}},
 }
 
 // userColumns is the table grouped by user.
 var userColumns = columnTable{
-	{title: "USER", sort: noSort, width: 18, cell: func(r procRow, _ bool) string { return r.user }},
-	{title: "PROCS", sort: noSort, right: true, width: 5, cell: func(r procRow, _ bool) string { return strconv.Itoa(r.nprocs) }},
-	{title: "GPUS", sort: noSort, right: true, width: 4, cell: func(r procRow, _ bool) string { return strconv.Itoa(r.ngpus) }},
-	{title: "MEM", sort: sortMem, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
-		if !r.hasBytes {
+	{title: "USER", sort: noSort, width: 18, cell: func(r Row, _ bool) string { return r.User }},
+	{title: "PROCS", sort: noSort, right: true, width: 5, cell: func(r Row, _ bool) string { return strconv.Itoa(r.NProcs) }},
+	{title: "GPUS", sort: noSort, right: true, width: 4, cell: func(r Row, _ bool) string { return strconv.Itoa(r.NGPUs) }},
+	{title: "MEM", sort: SortMem, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+		if !r.HasBytes {
 			return draw.NA
 		}
-		return sizeCell(r.bytes, short)
+		return sizeCell(r.Bytes, short)
 	}},
 	// %ALL: of all the GPUs shown.
 	{title: "%ALL", sort: noSort, right: true, width: 4, cell: pctCell},
-	{title: "PEAK", sort: noSort, right: true, width: 9, short: 6, cell: func(r procRow, short bool) string {
-		if r.peak == 0 {
+	{title: "PEAK", sort: noSort, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+		if r.Peak == 0 {
 			return ""
 		}
-		return sizeCell(r.peak, short)
+		return sizeCell(r.Peak, short)
 	}},
-	{title: "BIGGEST", sort: noSort, cell: func(r procRow, _ bool) string { return r.top }},
+	{title: "BIGGEST", sort: noSort, cell: func(r Row, _ bool) string { return r.Top }},
 }
 
 // jobColumns is the table grouped by job: userColumns under another title.
 var jobColumns = append(columnTable{{title: "JOB", sort: noSort, width: 18, cell: userColumns[0].cell}}, userColumns[1:]...)
 
 // anyJob reports whether a process of rows belongs to a job.
-func anyJob(rows []procRow) bool {
+func anyJob(rows []Row) bool {
 	for _, r := range rows {
-		if r.proc.Job.Name() != "" {
+		if r.Proc.Job.Name() != "" {
 			return true
 		}
 	}
@@ -355,9 +343,9 @@ func anyJob(rows []procRow) bool {
 // anyCPU and anyRSS report whether the source measured a process's host
 // CPU or memory: a source that does not (a recording of an older vramtop)
 // gets no column of n/a.
-func anyCPU(rows []procRow) bool {
+func anyCPU(rows []Row) bool {
 	for _, r := range rows {
-		if r.proc.CPUPercent != nil {
+		if r.Proc.CPUPercent != nil {
 			return true
 		}
 	}
@@ -365,18 +353,18 @@ func anyCPU(rows []procRow) bool {
 }
 
 // anyUtil reports whether the source measured a process's utilization.
-func anyUtil(rows []procRow) bool {
+func anyUtil(rows []Row) bool {
 	for _, r := range rows {
-		if r.proc.UtilizationPercent != nil {
+		if r.Proc.UtilizationPercent != nil {
 			return true
 		}
 	}
 	return false
 }
 
-func anyRSS(rows []procRow) bool {
+func anyRSS(rows []Row) bool {
 	for _, r := range rows {
-		if r.proc.HostMemoryBytes != nil {
+		if r.Proc.HostMemoryBytes != nil {
 			return true
 		}
 	}
@@ -385,7 +373,7 @@ func anyRSS(rows []procRow) bool {
 
 // sorts reports whether the table shown for rows at width has the column
 // of mode.
-func (t columnTable) sorts(mode sortMode, rows []procRow, width int) bool {
+func (t columnTable) sorts(mode SortMode, rows []Row, width int) bool {
 	for _, c := range layoutColumns(t, rows, width).cols {
 		if c.sort == mode {
 			return true
@@ -403,7 +391,7 @@ const (
 )
 
 // shown is the table's columns shown for rows in a form.
-func (t columnTable) shown(rows []procRow, form int) columnTable {
+func (t columnTable) shown(rows []Row, form int) columnTable {
 	out := make(columnTable, 0, len(t))
 	for _, c := range t {
 		if c.show != nil && !c.show(rows) || form >= formNarrow && c.wide || form >= formNarrowest && c.last {
@@ -414,11 +402,11 @@ func (t columnTable) shown(rows []procRow, form int) columnTable {
 	return out
 }
 
-func pctCell(r procRow, _ bool) string {
-	if !r.hasBytes {
+func pctCell(r Row, _ bool) string {
+	if !r.HasBytes {
 		return ""
 	}
-	return draw.Pct(r.pct)
+	return draw.Pct(r.Pct)
 }
 
 func sizeCell(b uint64, short bool) string {
@@ -439,7 +427,7 @@ func (t columnTable) titles() []string {
 }
 
 // cells are a row of the --once table.
-func (t columnTable) cells(r procRow) []string {
+func (t columnTable) cells(r Row) []string {
 	out := make([]string, len(t))
 	for i, c := range t {
 		out[i] = c.cell(r, false)
@@ -475,7 +463,7 @@ func (l tableLayout) fixedWidth() int {
 }
 
 // widen sets the widths for the narrow form or not.
-func (l *tableLayout) widen(rows []procRow, short bool) {
+func (l *tableLayout) widen(rows []Row, short bool) {
 	l.short = short
 	for i, c := range l.cols {
 		w := c.width
@@ -503,7 +491,7 @@ func (l *tableLayout) widen(rows []procRow, short bool) {
 // layoutColumns lays the table out at width for rows: where the last
 // column would get less than shortBelow, without the wide columns, then in
 // the narrow form (short sizes) too.
-func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
+func layoutColumns(cols columnTable, rows []Row, width int) tableLayout {
 	var l tableLayout
 	// Every column; then without the wide ones; then short sizes too;
 	// then without the last ones.
@@ -521,15 +509,15 @@ func layoutColumns(cols columnTable, rows []procRow, width int) tableLayout {
 
 // minWidth is the narrowest the table fits for rows: its narrow form and
 // minLastWidth of the last column.
-func (t columnTable) minWidth(rows []procRow) int {
+func (t columnTable) minWidth(rows []Row) int {
 	n := t.shown(rows, formNarrowest)
 	l := tableLayout{cols: n, widths: make([]int, len(n))}
 	l.widen(rows, true)
-	return l.fixedWidth() + minLastWidth
+	return l.fixedWidth() + MinLastWidth
 }
 
 // header is the title line; the column of sortBy has its ▼ (▲ reversed).
-func (l tableLayout) header(sortBy sortMode, rev bool) string {
+func (l tableLayout) header(sortBy SortMode, rev bool) string {
 	var b strings.Builder
 	b.Grow(l.width() + 16)
 	b.WriteString(strings.Repeat(" ", markerWidth))
@@ -565,16 +553,16 @@ func (l tableLayout) width() int {
 }
 
 // line is a row.
-func (l tableLayout) line(r procRow) string {
+func (l tableLayout) line(r Row) string {
 	var b strings.Builder
 	b.Grow(l.width() + 16) // one allocation: cells are mostly ASCII
-	if r.mine {
+	if r.Mine {
 		b.WriteString("● ")
 	} else {
 		b.WriteString(strings.Repeat(" ", markerWidth))
 	}
 	for i, c := range l.cols {
-		if r.kind == rowUnlisted && i == 1 {
+		if r.Kind == RowUnlisted && i == 1 {
 			// A device whose processes are not listed has no figures: its
 			// note takes the empty columns rather than be cut.
 			b.WriteByte(' ')

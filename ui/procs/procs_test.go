@@ -1,0 +1,24 @@
+package procs
+
+import "testing"
+
+func TestCompareIDs(t *testing.T) {
+	ordered := []string{"0", "0/1", "0/2", "0/10", "1", "2", "10", "11", "node-a:2", "node-a:10", "node-b:0"}
+	for i := range ordered {
+		for j := range ordered {
+			if got, want := CompareIDs(ordered[i], ordered[j]), cmpInt(i, j); got != want {
+				t.Errorf("CompareIDs(%q, %q) = %d, want %d", ordered[i], ordered[j], got, want)
+			}
+		}
+	}
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
