@@ -42,10 +42,10 @@ func commands() []command {
 	return []command{
 		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain, files: true,
 			example: "  vramtop explain train.log\n  python train.py 2>&1 | tee train.log; vramtop explain --live train.log"},
-		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick)", run: runPick,
-			example: "  CUDA_VISIBLE_DEVICES=$(vramtop pick --min-free 20GiB) python train.py\n  vramtop pick --count 2"},
+		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick), or HOST:GPU across a fleet", run: runPick,
+			example: "  CUDA_VISIBLE_DEVICES=$(vramtop pick --min-free 20GiB) python train.py\n  vramtop pick --count 2\n  vramtop pick --prometheus prometheus:9090 --min-free 40GiB --count 2"},
 		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"},
-			example: "  CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB --timeout 2h) python train.py"},
+			example: "  CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB --timeout 2h) python train.py\n  vramtop wait --prometheus prometheus:9090 --min-free 40GiB --max-util 10 --timeout 2h"},
 		{name: "run", summary: "Run a command and report its GPU memory and energy when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true,
 			example: "  vramtop run -- python train.py --batch-size 64\n  vramtop run --report json --report-file report.json -- ./train.sh"},
 		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},

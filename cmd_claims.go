@@ -212,7 +212,7 @@ func releaseAll(held []*claims.Held) {
 // runs it on the GPUs (CUDA_VISIBLE_DEVICES) and releases the claims when
 // it ends, returning its exit status; without one, it prints the GPUs and
 // leaves the claims to a holder process (startHolder).
-func handOut(ctx context.Context, name string, sf sourceFlags, cf claimFlags, argv []string, snap sampler.Snapshot, picks []advisor.Pick, held []*claims.Held, stdout, stderr io.Writer) int {
+func handOut(ctx context.Context, name string, sf sourceFlags, cf claimFlags, asJSON bool, argv []string, snap sampler.Snapshot, picks []advisor.Pick, held []*claims.Held, stdout, stderr io.Writer) int {
 	value := advisor.JoinPicks(picks)
 	if argv == nil {
 		if err := startHolder(sf, cf.ttl, snap, held); err != nil {
@@ -220,6 +220,9 @@ func handOut(ctx context.Context, name string, sf sourceFlags, cf claimFlags, ar
 		}
 		releaseAll(held)
 		if !writeOutput(stdout, stderr, name, func(w io.Writer) error {
+			if asJSON {
+				return writePickJSON(w, localPicks(snap, picks), "")
+			}
 			_, err := fmt.Fprintln(w, value)
 			return err
 		}) {

@@ -22,9 +22,10 @@ import (
 // runPick prints the freest GPU (or a comma list, freest first) and exits
 // 1 with one line on stderr when too few have the memory asked for. It
 // skips GPUs other vramtop users claimed and claims the ones it prints
-// (see package claims); with a command after --, it runs it on them.
+// (see package claims); with a command after --, it runs it on them. With
+// --prometheus it picks across the fleet instead (pickFleet).
 func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--uuid] [--demo] [-- CMD [ARGS...]]\n\n"+
+	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--max-util PCT] [--uuid] [--demo | --prometheus URL] [--json] [-- CMD [ARGS...]]\n\n"+
 		"Prints the index of the freest GPU (a comma list, freest first, with --count),\n"+
 		"for CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py. MIG instances are\n"+
 		"printed by UUID. Exits 1 when too few GPUs qualify. On a host with mixed GPU\n"+
@@ -32,7 +33,11 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"GPUs another vramtop user claimed are skipped, and the GPUs printed are claimed until a new\n"+
 		"process shows up on them or --claim-ttl passes, so that two picks at once get different\n"+
 		"GPUs. With -- CMD, pick runs CMD with CUDA_VISIBLE_DEVICES set, holds the claim while it\n"+
-		"runs, and exits with its status. Claims are advisory, between vramtop users only.\n\n", stderr)
+		"runs, and exits with its status. Claims are advisory, between vramtop users only.\n\n"+
+		"With --prometheus, pick chooses among the GPUs of every host that Prometheus scrapes, as\n"+
+		"vramtop fleet reads them, and prints one HOST:GPU line per GPU: hosts that are down are never\n"+
+		"picked, nor GPUs claimed on their host (vramtop serve exports the claims). It claims nothing:\n"+
+		"run the job on the host with vramtop pick -- CMD there, which claims the GPU.\n\n", stderr)
 	var sf sourceFlags
 	sf.addDemo(fs)
 	var pf pickFlags
@@ -43,12 +48,15 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	argv, ok := commandArgs(fs, stderr)
-	if !ok {
+	if !ok || !pf.validWith(argv, stderr) {
 		return exitUsage
 	}
 	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on", stderr) {
+	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on" && pf.prometheus == "", stderr) {
 		return exitUsage
+	}
+	if pf.prometheus != "" {
+		return pickFleet(ctx, fs.Name(), pf, cf.uuid, opt, stdout, stderr)
 	}
 	s, code := sf.newSampler(stderr)
 	if s == nil {
@@ -82,27 +90,35 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if cf.uuid {
 			byUUID(snap, picks)
 		}
-		return handOut(ctx, fs.Name(), sf, cf, argv, snap, picks, held, stdout, stderr)
+		return handOut(ctx, fs.Name(), sf, cf, pf.asJSON, argv, snap, picks, held, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "vramtop pick: the GPUs were claimed by others meanwhile")
 	return 1
 }
 
-// pickFlags are --min-free and --count, of pick and wait, and --like,
-// --like-last and --margin, which size --min-free by an earlier run.
+// pickFlags are what pick and wait choose by (--min-free, --count,
+// --max-util), and --like, --like-last and --margin, which size --min-free
+// by an earlier run; where from (--prometheus) and how the GPUs are
+// printed (--json).
 type pickFlags struct {
-	fs       *pflag.FlagSet
-	minFree  string
-	count    int
-	like     string
-	likeLast bool
-	margin   string
+	fs         *pflag.FlagSet
+	minFree    string
+	count      int
+	maxUtil    float64
+	like       string
+	likeLast   bool
+	margin     string
+	prometheus string
+	asJSON     bool
 }
 
 func (p *pickFlags) add(fs *pflag.FlagSet, minFreeUsage, countUsage string) {
 	p.fs = fs
 	fs.StringVar(&p.minFree, "min-free", "0", minFreeUsage)
 	fs.IntVar(&p.count, "count", 1, countUsage)
+	fs.Float64Var(&p.maxUtil, "max-util", 100, "and at most this utilization `percent` (a GPU that reports none qualifies)")
+	fs.StringVar(&p.prometheus, "prometheus", "", "choose among the GPUs of every host this Prometheus `URL` scrapes (http://prometheus:9090; vramtop serve or dcgm-exporter), printed as HOST:GPU lines")
+	fs.BoolVar(&p.asJSON, "json", false, "print the GPUs as one JSON document (docs/schema/pick.schema.json)")
 	fs.StringVar(&p.like, "like", "", "size --min-free by the peak on one GPU of the earlier run (vramtop run, or wait/pick -- CMD) most like this `command` line, plus --margin")
 	fs.BoolVar(&p.likeLast, "like-last", false, "size --min-free by the peak of the last run, plus --margin")
 	fs.StringVar(&p.margin, "margin", "10%", "with --like or --like-last: how much to add to the peak, a `percent`")
@@ -191,5 +207,48 @@ func (p *pickFlags) options(name string, stderr io.Writer) (opt advisor.PickOpti
 		fmt.Fprintf(stderr, "%s: --count %d: want at least 1\n", name, p.count)
 		return opt, false
 	}
-	return advisor.PickOptions{MinFree: size, Count: p.count}, true
+	if math.IsNaN(p.maxUtil) || p.maxUtil < 0 || p.maxUtil > 100 {
+		fmt.Fprintf(stderr, "%s: --max-util %g: want a percentage from 0 to 100\n", name, p.maxUtil)
+		return opt, false
+	}
+	opt = advisor.PickOptions{MinFree: size, Count: p.count}
+	if p.maxUtil < 100 {
+		opt.MaxUtil = &p.maxUtil
+	}
+	return opt, true
+}
+
+// validWith checks --prometheus and --json against the other flags and the
+// command argv (nil when none), and makes --prometheus a URL; false, with
+// one line on stderr, when they do not go together.
+func (p *pickFlags) validWith(argv []string, stderr io.Writer) bool {
+	name := p.fs.Name()
+	if p.prometheus == "" {
+		if p.asJSON && argv != nil {
+			fmt.Fprintf(stderr, "%s: --json prints the GPUs, and with -- CMD they go to the command: give one\n", name)
+			return false
+		}
+		return true
+	}
+	if argv != nil {
+		fmt.Fprintf(stderr, "%s: --prometheus with -- CMD: running a command needs a local GPU claim; run %s -- CMD on the host it chooses\n", name, name)
+		return false
+	}
+	if p.fs.Changed("demo") {
+		fmt.Fprintf(stderr, "%s: --demo and --prometheus: give one\n", name)
+		return false
+	}
+	for _, f := range []string{"claim-ttl", "report", "report-file"} {
+		if p.fs.Changed(f) {
+			fmt.Fprintf(stderr, "%s: --%s does not go with --prometheus (a choice across the fleet reads Prometheus and claims nothing)\n", name, f)
+			return false
+		}
+	}
+	u, err := prometheusURL(p.prometheus)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return false
+	}
+	p.prometheus = u
+	return true
 }

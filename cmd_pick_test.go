@@ -88,3 +88,29 @@ func TestPickMinFreeAcceptsUnits(t *testing.T) {
 		t.Errorf("--min-free 1TiB: exit %d, %q; want exit 1 and no pick", code, out)
 	}
 }
+
+// --max-util: pick passes over GPUs busier than it, as wait does; the
+// demo's GPUs that report no utilization (its MIG instances, GPU 4) are
+// all that --max-util 0 leaves.
+func TestPickMaxUtil(t *testing.T) {
+	freshClaims(t)
+	out, errOut, code := runPickArgs("--demo", "--count", "3", "--max-util", "0", "--no-claim")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	s, err := sampler.New(demo.New(time.Now().Add(-demo.Lead)), sampler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Once()
+	for _, v := range strings.Split(strings.TrimSpace(out), ",") {
+		for _, d := range snap.Devices {
+			if advisor.VisibleDevicesValue(&d) == v && d.UtilizationPercent != nil && *d.UtilizationPercent > 0 {
+				t.Errorf("picked %s, %g%% busy, with --max-util 0", v, *d.UtilizationPercent)
+			}
+		}
+	}
+	if _, errOut, code := runPickArgs("--demo", "--count", "4", "--max-util", "0", "--no-claim"); code != 1 || !strings.Contains(errOut, "at most 0% utilization") {
+		t.Errorf("four GPUs at 0%%: exit %d, stderr %q; want exit 1 saying the others are busier", code, errOut)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
@@ -21,7 +20,7 @@ const defaultSettle = 10 * time.Second
 // runWait blocks until enough GPUs qualify and have kept qualifying for
 // the settle time, then prints them as pick does.
 func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo] [-- CMD [ARGS...]]\n\n"+
+	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo | --prometheus URL] [--json] [-- CMD [ARGS...]]\n\n"+
 		"Waits until --count GPUs each have --min-free free (and at most --max-util utilization), and\n"+
 		"have kept it for --settle, then prints them as vramtop pick does, freest first:\n"+
 		"CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB) python train.py starts the job on the first\n"+
@@ -29,13 +28,16 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"GPUs another vramtop user claimed do not qualify, and the GPUs printed are claimed until a new\n"+
 		"process shows up on them or --claim-ttl passes: two waiters never get the same GPU. With\n"+
 		"-- CMD, wait runs CMD on the GPUs (CUDA_VISIBLE_DEVICES set), holds the claim while it runs and\n"+
-		"exits with its status. Claims are advisory, between vramtop users only.\n\n", stderr)
+		"exits with its status. Claims are advisory, between vramtop users only.\n\n"+
+		"With --prometheus, wait watches every host that Prometheus scrapes, as vramtop fleet reads them,\n"+
+		"and prints one HOST:GPU line per GPU: hosts that are down never qualify, nor GPUs claimed on\n"+
+		"their host (vramtop serve exports the claims). It claims nothing: run the job on the host with\n"+
+		"vramtop wait -- CMD there, which claims the GPU.\n\n", stderr)
 	var sf sourceFlags
 	sf.addDemo(fs)
-	sf.addInterval(fs)
+	fs.DurationVar(&sf.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest; with --prometheus how often to ask it, default 5s, 1s at the fastest)")
 	var pf pickFlags
 	pf.add(fs, "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)", "how many GPUs to wait for (`n`)")
-	maxUtil := fs.Float64("max-util", 100, "and at most this utilization `percent` (a GPU that reports none qualifies)")
 	settle := fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
 	timeout := fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
 	var cf claimFlags
@@ -44,17 +46,14 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	argv, ok := commandArgs(fs, stderr)
-	if !ok {
+	if !ok || !pf.validWith(argv, stderr) {
 		return exitUsage
 	}
 	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on", stderr) {
+	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on" && pf.prometheus == "", stderr) {
 		return exitUsage
 	}
 	switch {
-	case math.IsNaN(*maxUtil) || *maxUtil < 0 || *maxUtil > 100:
-		fmt.Fprintf(stderr, "vramtop wait: --max-util %g: want a percentage from 0 to 100\n", *maxUtil)
-		return exitUsage
 	case *settle < 0 || *timeout < 0:
 		fmt.Fprintln(stderr, "vramtop wait: --settle and --timeout cannot be negative")
 		return exitUsage
@@ -63,56 +62,73 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"give a longer --timeout or a shorter --settle\n", *timeout, *settle)
 		return exitUsage
 	}
-	s, code := sf.newSampler(stderr)
-	if s == nil {
-		return code
-	}
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	w := newWaiter(opt, *maxUtil, *settle)
-	w.cl = newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
-	if argv == nil {
-		w.ttl = cf.ttl
-	}
+	w := newWaiter(opt, *settle)
 	var status func(string)
 	if isTerminal(stderr) {
 		status = func(line string) { fmt.Fprintf(stderr, "\r\x1b[Kvramtop wait: %s", line) }
+	}
+	if pf.prometheus != "" {
+		interval := defaultFleetInterval
+		if fs.Changed("interval") {
+			interval = max(sf.interval, minFleetInterval)
+		}
+		return waitFleet(ctx, fs.Name(), pf, cf.uuid, w, interval, status, stdout, stderr)
+	}
+	s, code := sf.newSampler(stderr)
+	if s == nil {
+		return code
+	}
+	w.cl = newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
+	if argv == nil {
+		w.ttl = cf.ttl
 	}
 	picks, held, snap, err := w.wait(ctx, s, status)
 	if status != nil {
 		fmt.Fprint(stderr, "\r\x1b[K")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "vramtop wait: %v\n", err)
-		if code, ok := signalStatus(ctx); ok {
-			return code // 130 for Ctrl-C, 143 for SIGTERM
-		}
-		return 1
+		return waitFailed(ctx, fs.Name(), err, stderr)
 	}
 	if cf.uuid {
 		byUUID(snap, picks)
 	}
-	return handOut(ctx, fs.Name(), sf, cf, argv, snap, picks, held, stdout, stderr)
+	return handOut(ctx, fs.Name(), sf, cf, pf.asJSON, argv, snap, picks, held, stdout, stderr)
+}
+
+// waitFailed ends a wait that timed out or was interrupted: one line, and
+// 130 for Ctrl-C, 143 for SIGTERM, 1 otherwise.
+func waitFailed(ctx context.Context, name string, err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if code, ok := signalStatus(ctx); ok {
+		return code
+	}
+	return 1
 }
 
 // waiter follows snapshots until opt.Count devices have qualified for
 // settle without a break.
 type waiter struct {
-	opt     advisor.PickOptions
-	maxUtil float64
-	settle  time.Duration
-	since   map[string]time.Time // device ID → since when it qualifies
-	reason  string               // why no pick yet, for the status line and the timeout
+	opt    advisor.PickOptions // opt.MaxUtil too
+	settle time.Duration
+	since  map[string]time.Time // device ID → since when it qualifies
+	reason string               // why no pick yet, for the status line and the timeout
 	// cl, when set, skips GPUs claimed by others and claims the picks,
 	// until ttl from now (0: while the command runs).
 	cl  *claimer
 	ttl time.Duration
+	// view, when set, is what the waiter picks from instead of a
+	// snapshot: the snapshot less the devices that cannot be handed out,
+	// and a few words on those (a fleet's hosts down, its GPUs claimed on
+	// their hosts: fleet.Pickable).
+	view func(sampler.Snapshot) (sampler.Snapshot, string)
 }
 
-func newWaiter(opt advisor.PickOptions, maxUtil float64, settle time.Duration) *waiter {
+func newWaiter(opt advisor.PickOptions, settle time.Duration) *waiter {
 	// Until the first snapshot (a timeout may come first), the reason is
 	// what it waits for.
 	want := fmt.Sprintf("%d GPUs", opt.Count)
@@ -122,43 +138,47 @@ func newWaiter(opt advisor.PickOptions, maxUtil float64, settle time.Duration) *
 	if opt.MinFree > 0 {
 		want += " with at least " + advisor.FormatBytes(opt.MinFree) + " free"
 	}
-	return &waiter{opt: opt, maxUtil: maxUtil, settle: settle, since: map[string]time.Time{},
+	return &waiter{opt: opt, settle: settle, since: map[string]time.Time{},
 		reason: "the GPUs not read yet (waiting for " + want + ")"}
 }
 
 // qualifies reports whether device i of snap is one pick would take with
-// at least opt.MinFree free, and is not busier than maxUtil.
+// at least opt.MinFree free, and is not busier than opt.MaxUtil.
 func (w *waiter) qualifies(snap sampler.Snapshot, i int) bool {
-	d := &snap.Devices[i]
-	if d.UtilizationPercent != nil && *d.UtilizationPercent > w.maxUtil {
-		return false
-	}
-	if w.cl != nil {
-		if _, claimed := w.cl.claimOf(d); claimed {
-			return false
-		}
-	}
 	one := snap
 	one.Devices = snap.Devices[i : i+1]
-	_, err := advisor.PickDevices(one, advisor.PickOptions{MinFree: w.opt.MinFree, Count: 1})
+	opt := w.opt
+	opt.Count = 1
+	_, err := advisor.PickDevices(one, opt)
 	return err == nil
+}
+
+// candidates is what snap leaves to pick from, and a few words on what it
+// leaves out.
+func (w *waiter) candidates(snap sampler.Snapshot) (sampler.Snapshot, string) {
+	switch {
+	case w.view != nil:
+		return w.view(snap)
+	case w.cl != nil:
+		w.cl.refresh()
+		return w.cl.unclaimed(snap)
+	}
+	return snap, ""
 }
 
 // observe takes the snapshot of time snap.Time and returns the picks once
 // opt.Count devices have qualified since settle ago or earlier.
 func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 	now := snap.Time
-	if w.cl != nil {
-		w.cl.refresh()
-	}
-	settled := snap
+	view, left := w.candidates(snap)
+	settled := view
 	settled.Devices = nil
 	seen := map[string]bool{}
 	qualifying := 0
 	var soonest time.Duration = -1
-	for i := range snap.Devices {
-		d := &snap.Devices[i]
-		if !w.qualifies(snap, i) {
+	for i := range view.Devices {
+		d := &view.Devices[i]
+		if !w.qualifies(view, i) {
 			continue
 		}
 		seen[d.ID] = true
@@ -187,20 +207,16 @@ func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 			return picks, true
 		}
 	}
-	unclaimed, claimed := snap, ""
-	if w.cl != nil {
-		unclaimed, claimed = w.cl.unclaimed(snap)
-	}
-	switch _, err := advisor.PickDevices(unclaimed, w.opt); {
+	switch _, err := advisor.PickDevices(view, w.opt); {
 	case qualifying >= w.opt.Count:
 		w.reason = fmt.Sprintf("%d of %d GPUs qualify, settling (%v left of %v)", qualifying, len(snap.Devices), soonest.Round(time.Second), w.settle)
 	case err != nil:
 		w.reason = err.Error()
 	default:
-		w.reason = fmt.Sprintf("the GPUs with the memory are above %g%% utilization", w.maxUtil)
+		w.reason = fmt.Sprintf("%d of %d GPUs qualify", qualifying, len(snap.Devices))
 	}
-	if claimed != "" && qualifying < w.opt.Count {
-		w.reason += "; " + claimed
+	if left != "" && qualifying < w.opt.Count {
+		w.reason += "; " + left
 	}
 	return nil, false
 }

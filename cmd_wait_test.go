@@ -44,7 +44,7 @@ func step(w *waiter, s sampler.Snapshot) string {
 }
 
 func TestWaitSettles(t *testing.T) {
-	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 1}, 100, 10*time.Second)
+	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 1}, 10*time.Second)
 	for _, c := range []struct {
 		at   time.Duration
 		free []uint64
@@ -64,7 +64,7 @@ func TestWaitSettles(t *testing.T) {
 
 // A momentary dip starts the settle time over.
 func TestWaitDipStartsOver(t *testing.T) {
-	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 1}, 100, 10*time.Second)
+	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 1}, 10*time.Second)
 	seq := []struct {
 		at   time.Duration
 		free uint64
@@ -82,7 +82,7 @@ func TestWaitDipStartsOver(t *testing.T) {
 // With --count 2 the second GPU must settle too; the picks are the freest
 // first.
 func TestWaitCountAndOrder(t *testing.T) {
-	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 2}, 100, 5*time.Second)
+	w := newWaiter(advisor.PickOptions{MinFree: 40 * gib, Count: 2}, 5*time.Second)
 	if got := step(w, snapAt(0, []uint64{45, 10, 20})); got != "" {
 		t.Fatalf("picked %q at once", got)
 	}
@@ -99,11 +99,11 @@ func TestWaitCountAndOrder(t *testing.T) {
 
 // A GPU busier than --max-util does not qualify, however free.
 func TestWaitMaxUtil(t *testing.T) {
-	w := newWaiter(advisor.PickOptions{MinFree: 10 * gib, Count: 1}, 50, 0)
+	w := newWaiter(advisor.PickOptions{MinFree: 10 * gib, Count: 1, MaxUtil: sampler.Ptr(50.0)}, 0)
 	if got := step(w, snapAt(0, []uint64{70, 30}, 95, 20)); got != "1" {
 		t.Errorf("picked %q, want GPU 1 (GPU 0 is 95%% busy)", got)
 	}
-	w = newWaiter(advisor.PickOptions{MinFree: 10 * gib, Count: 1}, 50, 0)
+	w = newWaiter(advisor.PickOptions{MinFree: 10 * gib, Count: 1, MaxUtil: sampler.Ptr(50.0)}, 0)
 	if got := step(w, snapAt(0, []uint64{70}, 95)); got != "" || !strings.Contains(w.reason, "above 50% utilization") {
 		t.Errorf("picked %q (reason %q), want none because GPU 0 is too busy", got, w.reason)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +123,36 @@ func TestRunReportMatchesSchema(t *testing.T) {
 		if name == "a job that runs out" && !bytes.Contains(doc, []byte(`"oom"`)) {
 			t.Errorf("%s: the report has no oom diagnosis to check", name)
 		}
+	}
+}
+
+// pick --json and wait --json print what docs/schema/pick.schema.json
+// says; the fleet's form (host, prometheus) is checked against a real
+// Prometheus in fleet/pick_prom_test.go.
+func TestPickJSONMatchesSchema(t *testing.T) {
+	isolateConfig(t)
+	freshClaims(t)
+	s := schema(t, "pick.schema.json")
+	out, errOut, code := runPickArgs("--demo", "--count", "3", "--json")
+	if code != 0 {
+		t.Fatalf("pick --json: exit %d: %s", code, errOut)
+	}
+	validate(t, s, "vramtop pick --demo --json", []byte(out))
+	if !strings.Contains(out, `"gpu": "MIG-`) && !strings.Contains(out, `"processes": `) {
+		t.Errorf("pick --json lists no GPU with its processes:\n%s", out)
+	}
+	freshClaims(t)
+	out, errOut, code = runWaitArgs(context.Background(), "--demo", "--count", "2", "--settle", "0", "--interval", "100ms", "--json", "--uuid")
+	if code != 0 {
+		t.Fatalf("wait --json: exit %d: %s", code, errOut)
+	}
+	validate(t, s, "vramtop wait --demo --json --uuid", []byte(out))
+	if strings.Count(out, `"gpu": "GPU-`)+strings.Count(out, `"gpu": "MIG-`) != 2 {
+		t.Errorf("wait --json --uuid does not name the two GPUs by UUID:\n%s", out)
+	}
+	// The schema can fail: a document without GPUs is not one.
+	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"gpus": []}`))
+	if s.Validate(v) == nil {
+		t.Error("the schema accepts a document without GPUs")
 	}
 }

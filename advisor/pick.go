@@ -15,6 +15,12 @@ type PickOptions struct {
 	MinFree uint64
 	// Count is how many devices are wanted (at least 1).
 	Count int
+	// MaxUtil, when set, is the highest utilization (percent) a device
+	// may have; a device that reports none qualifies.
+	MaxUtil *float64
+	// AllHosts takes the devices of every host of the snapshot (a fleet's),
+	// not only those of the snapshot's own host.
+	AllHosts bool
 }
 
 // Pick is one chosen device.
@@ -84,11 +90,17 @@ func VisibleDevicesValue(d *sampler.Device) string {
 	return strconv.Itoa(d.Index)
 }
 
+// busy reports whether d is above opt.MaxUtil.
+func (opt PickOptions) busy(d *sampler.Device) bool {
+	return opt.MaxUtil != nil && d.UtilizationPercent != nil && *d.UtilizationPercent > *opt.MaxUtil
+}
+
 // PickDevices returns the freest devices of snap, freest first: opt.Count
-// of them, each with at least opt.MinFree free. MIG parents and failed
-// devices are skipped; MIG instances compete as devices of their own. When
-// fewer than opt.Count qualify the error (ErrTooFewGPUs) says
-// how many did and what the freest has.
+// of them, each with at least opt.MinFree free and not above opt.MaxUtil.
+// MIG parents and failed devices are skipped; MIG instances compete as
+// devices of their own. When fewer than opt.Count qualify the error
+// (ErrTooFewGPUs) says how many did and what the freest has, or that the
+// GPUs with the memory are too busy.
 func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 	if opt.Count < 1 {
 		opt.Count = 1
@@ -96,7 +108,7 @@ func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 	var cands []*sampler.Device
 	for i := range snap.Devices {
 		d := &snap.Devices[i]
-		if !pickable(d) || d.Hostname != "" && d.Hostname != snap.Hostname {
+		if !pickable(d) || !opt.AllHosts && d.Hostname != "" && d.Hostname != snap.Hostname {
 			continue
 		}
 		cands = append(cands, d)
@@ -114,12 +126,17 @@ func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 		}
 	}
 	var picks []Pick
+	busy := 0 // devices with the memory, above MaxUtil
 	for _, d := range cands {
 		if d.MemoryFree < opt.MinFree || d.MemoryFree == 0 {
 			break // sorted: the rest have less
 		}
 		if len(picks) == opt.Count {
 			break
+		}
+		if opt.busy(d) {
+			busy++
+			continue
 		}
 		picks = append(picks, Pick{DeviceID: d.ID, Index: d.Index, Value: VisibleDevicesValue(d), Free: d.MemoryFree})
 	}
@@ -129,8 +146,14 @@ func PickDevices(snap sampler.Snapshot, opt PickOptions) ([]Pick, error) {
 		if opt.MinFree > 0 {
 			need = "at least " + FormatBytes(opt.MinFree) + " free"
 		}
-		if len(picks) == 0 {
+		switch {
+		case busy > 0 && len(picks) == 0:
+			return nil, pickErrorf("the GPUs with %s are above %g%% utilization", need, *opt.MaxUtil)
+		case len(picks) == 0:
 			return nil, pickErrorf("no GPU has %s (the freest, %s, has %s)", need, gpuName(f), FormatBytes(f.MemoryFree))
+		case busy > 0:
+			return nil, pickErrorf("%d GPUs asked, only %d %s %s and at most %g%% utilization; %d more with the memory %s busier", opt.Count, len(picks),
+				plural(len(picks), "has", "have"), need, *opt.MaxUtil, busy, plural(busy, "is", "are"))
 		}
 		return nil, pickErrorf("%d GPUs asked, only %d %s %s", opt.Count, len(picks), plural(len(picks), "has", "have"), need)
 	}

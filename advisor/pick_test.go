@@ -76,3 +76,61 @@ func TestPickSkipsMIGParentsAndFailedGPUs(t *testing.T) {
 		t.Errorf("a failed read: %v", err)
 	}
 }
+
+// --max-util: a GPU busier than it is passed over, however free, and the
+// error says the GPUs with the memory are too busy; one that reports no
+// utilization qualifies.
+func TestPickMaxUtil(t *testing.T) {
+	busy := pickDev("0", 90*oneGiB, 0)
+	busy.UtilizationPercent = sampler.Ptr(95.0)
+	calm := pickDev("1", 50*oneGiB, 0)
+	calm.UtilizationPercent = sampler.Ptr(20.0)
+	unknown := pickDev("2", 40*oneGiB, 0)
+	s := synSnap(busy, calm, unknown)
+	half := sampler.Ptr(50.0)
+	got, err := PickDevices(s, PickOptions{Count: 2, MaxUtil: half})
+	if err != nil || JoinPicks(got) != "1,2" {
+		t.Errorf("picked %q (%v), want the calm GPU and the one without a utilization", JoinPicks(got), err)
+	}
+	if got, err := PickDevices(s, PickOptions{Count: 3}); err != nil || JoinPicks(got) != "0,1,2" {
+		t.Errorf("without MaxUtil: %q (%v)", JoinPicks(got), err)
+	}
+	for _, c := range []struct {
+		opt  PickOptions
+		want string
+	}{
+		{PickOptions{MinFree: 60 * oneGiB, MaxUtil: half}, "the GPUs with at least 60 GiB free are above 50% utilization"},
+		{PickOptions{MinFree: 45 * oneGiB, Count: 2, MaxUtil: half}, "2 GPUs asked, only 1 has at least 45 GiB free and at most 50% utilization; 1 more with the memory is busier"},
+	} {
+		if _, err := PickDevices(s, c.opt); !errors.Is(err, ErrTooFewGPUs) || err.Error() != c.want {
+			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)
+		}
+	}
+}
+
+// A fleet's snapshot has devices of many hosts: AllHosts picks among all
+// of them, by the same order; without it only the snapshot's own host's.
+func TestPickAllHosts(t *testing.T) {
+	a := pickDev("0", 30*oneGiB, 0)
+	a.ID, a.Hostname = "nodeA:0", "nodeA"
+	b := pickDev("1", 60*oneGiB, 1)
+	b.ID, b.Hostname = "nodeB:1", "nodeB"
+	c := pickDev("2", 60*oneGiB, 0)
+	c.ID, c.Hostname = "nodeB:2", "nodeB"
+	s := synSnap(a, b, c)
+	s.Hostname = "prometheus:9090"
+	got, err := PickDevices(s, PickOptions{Count: 3, AllHosts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range got {
+		ids = append(ids, p.DeviceID)
+	}
+	if strings.Join(ids, ",") != "nodeB:2,nodeB:1,nodeA:0" {
+		t.Errorf("picked %v, want freest first, a tie to the GPU with fewer processes", ids)
+	}
+	if _, err := PickDevices(s, PickOptions{}); err == nil {
+		t.Error("without AllHosts the devices of other hosts were picked")
+	}
+}

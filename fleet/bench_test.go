@@ -128,7 +128,7 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 		add(fleet.QueryValues, map[string]string{"__name__": "vramtop_up", "hostname": host}, 1)
 	}
 	out := map[string][]byte{}
-	for _, q := range []string{fleet.QueryDevices, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargetsDown, fleet.QueryAlerts} {
+	for _, q := range []string{fleet.QueryDevices, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargetsDown, fleet.QueryAlerts, fleet.QueryClaims} {
 		res := answers[q]
 		if res == nil {
 			res = []series{}

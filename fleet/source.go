@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -55,6 +56,10 @@ const (
 	// the fleet shows them from its first answer, before the history its
 	// own rules need has been read.
 	QueryAlerts = `max by (hostname, Hostname, gpu, GPU_I_ID, rule, severity, pid) (vramtop_alert == 1)`
+	// QueryClaims are the GPUs claimed on their hosts (vramtop pick and
+	// wait there), by whom and for how much, as each host's serve exports
+	// them: a pick across the fleet skips them.
+	QueryClaims = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, user) ({__name__=~"vramtop_gpu_claimed|vramtop_gpu_claimed_bytes"} > 0)`
 )
 
 // DownLookback is how far back the last values of a host whose exporter is
@@ -159,6 +164,8 @@ type fleetState struct {
 	omitted map[string]omittedProcs
 	// alerts are those the hosts' exporters report in force.
 	alerts []sampler.ReportedAlert
+	// claims are, by device ID, the GPUs claimed on their hosts.
+	claims map[string]Claim
 	// listedAt are, by device ID, when the processes of the devices of
 	// hosts that are down were last read (their last values); the others
 	// were read this round.
@@ -487,6 +494,56 @@ func alertsOf(smps []Sample, devs map[key]*building) []sampler.ReportedAlert {
 	return out
 }
 
+// Claim is a claim on a GPU that its host's vramtop serve exports
+// (vramtop_gpu_claimed): who claimed it, and the memory asked for where
+// the claim says.
+type Claim struct {
+	User  string
+	Bytes uint64
+}
+
+// Claims are the GPUs claimed on their hosts in the last answer, by device
+// ID; nil before the first. The map is shared: not to be written.
+func (s *Source) Claims() map[string]Claim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		return nil
+	}
+	return s.state.claims
+}
+
+// Err is the error of the last round of queries; nil when it answered.
+func (s *Source) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// claimsOf turns the claim series into claims of the devices they name.
+func claimsOf(smps []Sample, devs map[key]*building) map[string]Claim {
+	var out map[string]Claim
+	for _, smp := range smps {
+		b := devs[keyOf(smp.Metric)]
+		if b == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]Claim{}
+		}
+		c := out[b.info.ID]
+		if u := smp.Metric.Get("user"); u != "" {
+			// Inert already (every label is); bounded as serve bounds it.
+			c.User = claims.Clip(u, 64)
+		}
+		if smp.Metric.Get(labelName) == metricname.ClaimedBytes {
+			c.Bytes = bytesOf(smp.Value)
+		}
+		out[b.info.ID] = c
+	}
+	return out
+}
+
 // ReadProcessUtilization has nothing to read: vramtop does not export
 // per-process utilization.
 func (s *Source) ReadProcessUtilization(time.Time, map[sampler.UtilKey]float64) error { return nil }
@@ -526,7 +583,7 @@ func (s *Source) refresh() (*fleetState, error) {
 	defer cancel()
 	round := s.rounds
 	s.rounds++
-	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, "", QueryAlerts}
+	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, "", QueryAlerts, QueryClaims}
 	if round == 0 || round-s.identRound >= identityEvery {
 		queries[4] = QueryDevices
 	}
@@ -574,6 +631,7 @@ func (s *Source) refresh() (*fleetState, error) {
 	}
 	st.procs, st.omitted = procsOf(results[1], devs)
 	st.alerts = alertsOf(results[5], devs)
+	st.claims = claimsOf(results[6], devs)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.

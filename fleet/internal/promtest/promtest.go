@@ -107,7 +107,16 @@ func (p *Proc) Exited() bool {
 // output.
 func Start(t testing.TB, name string, argv ...string) *Proc {
 	t.Helper()
+	return StartEnv(t, name, nil, argv...)
+}
+
+// StartEnv is Start with env (KEY=value) added to the environment.
+func StartEnv(t testing.TB, name string, env []string, argv ...string) *Proc {
+	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
