@@ -64,7 +64,7 @@ func (p *procSource) ReadMemory(_ time.Time, out []sampler.MemSample) error {
 func (p *procSource) ReadProcesses(_ time.Time, buf []sampler.ProcSample, _ []error) ([]sampler.ProcSample, error) {
 	buf = buf[:0]
 	for i, pid := range p.pids {
-		ps := sampler.ProcSample{PID: pid, UsedBytes: uint64(20+i) << 30, HasUsed: true, Type: "compute"}
+		ps := sampler.ProcSample{Process: sampler.Process{PID: pid, UsedBytes: sampler.Ptr(uint64(20+i) << 30), Type: "compute"}}
 		p.proc.Lookup(pid).Fill(&ps)
 		buf = append(buf, ps)
 	}

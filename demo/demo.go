@@ -740,21 +740,24 @@ func (d *Demo) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []err
 		if !alive {
 			continue
 		}
-		ps := sampler.ProcSample{
-			Device: p.dev, PID: pid, Type: p.typ, User: p.user, UID: p.uid, HasUID: p.hasUID,
+		ps := sampler.ProcSample{Device: p.dev, Process: sampler.Process{
+			PID: pid, Type: p.typ, User: p.user,
 			Command: p.command, Container: p.container, Visible: p.visible,
-			StartTime: d.start.Add(started), HasUsed: p.hasUsed,
+			StartTime: d.start.Add(started),
+		}}
+		if p.hasUID {
+			ps.UID = sampler.Ptr(p.uid)
 		}
 		if p.hasUsed {
-			ps.UsedBytes = p.mem(t) * demoMiB
+			ps.UsedBytes = sampler.Ptr(p.mem(t) * demoMiB)
 		}
 		if p.visible {
 			ps.Job = p.job
-			ps.HasCPU, ps.HasHostMemory = true, true
+			cpu := 0.0
 			if p.cpu != nil {
-				ps.CPUPercent = math.Round(max(p.cpu(t), 0)*10) / 10
+				cpu = math.Round(max(p.cpu(t), 0)*10) / 10
 			}
-			ps.HostMemoryBytes = p.hostMiB * demoMiB
+			ps.CPUPercent, ps.HostMemoryBytes = sampler.Ptr(cpu), sampler.Ptr(p.hostMiB*demoMiB)
 		}
 		buf = append(buf, ps)
 	}
@@ -767,10 +770,10 @@ func (d *Demo) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []err
 		if a.first.IsZero() {
 			a.first = now
 		}
-		buf = append(buf, sampler.ProcSample{
-			Device: a.dev, PID: a.pid, Type: "compute", User: a.user, HasUsed: true,
-			UsedBytes: a.bytes(now.Sub(a.first)), Command: a.command, Visible: true, StartTime: a.first,
-		})
+		buf = append(buf, sampler.ProcSample{Device: a.dev, Process: sampler.Process{
+			PID: a.pid, Type: "compute", User: a.user,
+			UsedBytes: sampler.Ptr(a.bytes(now.Sub(a.first))), Command: a.command, Visible: true, StartTime: a.first,
+		}})
 	}
 	return buf, nil
 }

@@ -1209,18 +1209,18 @@ func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omi
 		}
 		user := smp.Metric.Get("user")
 		known := smp.Metric.Get(labelName) != metricname.ProcessUnknown
-		var used uint64
+		var used *uint64
 		if known {
-			used = bytesOf(smp.Value)
+			used = sampler.Ptr(bytesOf(smp.Value))
 		}
-		out = append(out, procData{dev: b.info.ID, p: sampler.ProcSample{
-			PID: uint32(pid), UsedBytes: used, HasUsed: known,
+		out = append(out, procData{dev: b.info.ID, p: sampler.ProcSample{Process: sampler.Process{
+			PID: uint32(pid), UsedBytes: used,
 			Type: smp.Metric.Get("type"), User: user, Command: smp.Metric.Get("command"),
 			Container: smp.Metric.Get(metricname.LabelContainerID),
 			// The exporter saw it; from here it is a name, not a PID we
 			// could inspect.
 			Visible: user != "",
-		}})
+		}}})
 	}
 	for id, o := range omitted {
 		if o.n < 1 {

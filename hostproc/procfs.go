@@ -55,11 +55,18 @@ type ProcInfo struct {
 
 // Fill copies what /proc tells into a process sample of a source.
 func (pi ProcInfo) Fill(p *sampler.ProcSample) {
-	p.Visible = pi.Visible
-	p.UID, p.HasUID, p.User = pi.UID, pi.HasUID, pi.User
+	p.Visible, p.UID, p.User = pi.Visible, nil, pi.User
+	if pi.HasUID {
+		p.UID = sampler.Ptr(pi.UID)
+	}
 	p.Command, p.Container, p.StartTime, p.Job = pi.Command, pi.Container, pi.StartTime, pi.Job
-	p.CPUPercent, p.HasCPU = pi.CPUPercent, pi.HasCPU
-	p.HostMemoryBytes, p.HasHostMemory = pi.HostMemoryBytes, pi.HasHostMemory
+	p.CPUPercent, p.HostMemoryBytes = nil, nil
+	if pi.HasCPU {
+		p.CPUPercent = sampler.Ptr(pi.CPUPercent)
+	}
+	if pi.HasHostMemory {
+		p.HostMemoryBytes = sampler.Ptr(pi.HostMemoryBytes)
+	}
 }
 
 // ProcReader reads process details from a /proc file system. It caches what it

@@ -69,9 +69,9 @@ func (s *pidSource) ReadMemory(now time.Time, out []sampler.MemSample) error {
 func (s *pidSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	buf = append(buf, sampler.ProcSample{Device: 0, PID: s.tenant, UsedBytes: 5 * gib, HasUsed: true, Type: "compute", User: "bob", Command: "python serve.py", Visible: true})
+	buf = append(buf, sampler.ProcSample{Process: sampler.Process{PID: s.tenant, UsedBytes: sampler.Ptr(uint64(5 * gib)), Type: "compute", User: "bob", Command: "python serve.py", Visible: true}})
 	for _, pid := range s.live {
-		buf = append(buf, sampler.ProcSample{Device: 0, PID: pid, UsedBytes: gib, HasUsed: true, Type: "compute", User: "me", Command: "job", Visible: true})
+		buf = append(buf, sampler.ProcSample{Process: sampler.Process{PID: pid, UsedBytes: sampler.Ptr(uint64(gib)), Type: "compute", User: "me", Command: "job", Visible: true}})
 	}
 	return buf, nil
 }

@@ -678,7 +678,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 func listedBytes(ps []sampler.ProcSample) uint64 {
 	var n uint64
 	for _, p := range ps {
-		n += p.UsedBytes
+		n += p.Used()
 	}
 	return n
 }
@@ -697,12 +697,16 @@ func (s *nvmlSource) fillKnown(d *nvmlDev, ps []sampler.ProcSample) {
 			s.proc.Lookup(p.PID).Fill(p)
 			continue
 		}
-		q := &d.listed[j]
-		p.Visible, p.UID, p.HasUID, p.User = q.Visible, q.UID, q.HasUID, q.User
-		p.Command, p.Container, p.StartTime, p.Job = q.Command, q.Container, q.StartTime, q.Job
-		p.CPUPercent, p.HasCPU = q.CPUPercent, q.HasCPU
-		p.HostMemoryBytes, p.HasHostMemory = q.HostMemoryBytes, q.HasHostMemory
+		p.Process = withDriverFields(d.listed[j].Process, p.Process)
 	}
+}
+
+// withDriverFields is the process host with what the driver's list says
+// of it taken from drv (its PID, memory and type); the rest is what /proc
+// said of it.
+func withDriverFields(host, drv sampler.Process) sampler.Process {
+	host.PID, host.UsedBytes, host.Type = drv.PID, drv.UsedBytes, drv.Type
+	return host
 }
 
 // SetEnergyEvery sets how often the energy counter is read; zero reads it
@@ -723,9 +727,9 @@ func (s *nvmlSource) ListedAt(dev int) time.Time {
 // compute and a graphics client is one entry, "compute+graphics").
 func (s *nvmlSource) merge(buf []sampler.ProcSample, start, dev int, procs []nvml.ProcessInfo, typ string) []sampler.ProcSample {
 	for _, p := range procs {
-		used, has := p.UsedGpuMemory, p.UsedGpuMemory != math.MaxUint64
-		if !has {
-			used = 0
+		var used *uint64
+		if p.UsedGpuMemory != math.MaxUint64 {
+			used = sampler.Ptr(p.UsedGpuMemory)
 		}
 		if j, ok := s.pidIdx[p.Pid]; ok && j >= start {
 			q := &buf[j]
@@ -734,13 +738,13 @@ func (s *nvmlSource) merge(buf []sampler.ProcSample, start, dev int, procs []nvm
 			}
 			// Both lists report the same memory for such a process: keep the
 			// larger, never the sum.
-			if has && (!q.HasUsed || used > q.UsedBytes) {
-				q.UsedBytes, q.HasUsed = used, true
+			if used != nil && (q.UsedBytes == nil || *used > *q.UsedBytes) {
+				q.UsedBytes = used
 			}
 			continue
 		}
 		s.pidIdx[p.Pid] = len(buf)
-		buf = append(buf, sampler.ProcSample{Device: dev, PID: p.Pid, UsedBytes: used, HasUsed: has, Type: typ})
+		buf = append(buf, sampler.ProcSample{Device: dev, Process: sampler.Process{PID: p.Pid, UsedBytes: used, Type: typ}})
 	}
 	return buf
 }

@@ -261,13 +261,13 @@ func TestNVMLProcesses(t *testing.T) {
 		if !ok {
 			t.Fatalf("pid %d on device %d missing", pid, dev)
 		}
-		if p.Type != typ || p.HasUsed != hasUsed || p.UsedBytes != used {
-			t.Errorf("pid %d on device %d: type %q used %d (known %v), want %q %d (%v)", pid, dev, p.Type, p.UsedBytes, p.HasUsed, typ, used, hasUsed)
+		if p.Type != typ || (p.UsedBytes != nil) != hasUsed || p.Used() != used {
+			t.Errorf("pid %d on device %d: type %q used %d (known %v), want %q %d (%v)", pid, dev, p.Type, p.Used(), p.UsedBytes != nil, typ, used, hasUsed)
 		}
 		return p
 	}
 	p := check(0, 1001, "compute", 10850*nvmlMiB, true)
-	if !p.Visible || p.User != "root" || !p.HasUID || p.UID != 0 || p.Command != "python3 train.py --epochs 10" ||
+	if !p.Visible || p.User != "root" || p.UID == nil || *p.UID != 0 || p.Command != "python3 train.py --epochs 10" ||
 		p.Container != "3f4e5d6c7b8a" || !p.StartTime.Equal(fixtureBoot.Add(5000*time.Second)) {
 		t.Errorf("pid 1001 from /proc: %+v", p)
 	}
@@ -295,7 +295,7 @@ func TestNVMLMergeKeepsKnownMemory(t *testing.T) {
 	h.gpus[0].compute = nvmlProcs(1001, nvmlNA)
 	h.gpus[0].graphics = nvmlProcs(1001, 300*nvmlMiB)
 	ps, _ := nvmlReadProcs(t, h.open(t))
-	if len(ps) != 1 || ps[0].Type != "compute+graphics" || !ps[0].HasUsed || ps[0].UsedBytes != 300*nvmlMiB {
+	if len(ps) != 1 || ps[0].Type != "compute+graphics" || ps[0].UsedBytes == nil || *ps[0].UsedBytes != 300*nvmlMiB {
 		t.Fatalf("processes %+v, want pid 1001 compute+graphics with 300 MiB", ps)
 	}
 }
@@ -386,11 +386,11 @@ func TestNVMLMIG(t *testing.T) {
 	for _, p := range ps {
 		switch p.PID {
 		case 1001:
-			if p.Device != 1 || p.UsedBytes != 10*nvmlGiB {
+			if p.Device != 1 || p.Used() != 10*nvmlGiB {
 				t.Errorf("pid 1001: %+v, want 10 GiB on device 1 (0/3)", p)
 			}
 		case 1005:
-			if p.Device != 2 || p.UsedBytes != 2*nvmlGiB {
+			if p.Device != 2 || p.Used() != 2*nvmlGiB {
 				t.Errorf("pid 1005: %+v, want 2 GiB on device 2 (0/5)", p)
 			}
 		default:
@@ -748,7 +748,7 @@ func TestNVMLProcessListsFollowMemory(t *testing.T) {
 	}
 	// Same memory a quarter of a second later: the list is reused, with its
 	// /proc details.
-	if ps := at(250 * time.Millisecond); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" || ps[0].UsedBytes != 10*nvmlGiB {
+	if ps := at(250 * time.Millisecond); len(ps) != 1 || ps[0].PID != 1001 || ps[0].User != "root" || ps[0].Used() != 10*nvmlGiB {
 		t.Fatalf("reused list: %+v", ps)
 	}
 	if c, _ := calls(); c != 1 {
@@ -773,7 +773,7 @@ func TestNVMLProcessListsFollowMemory(t *testing.T) {
 	// Memory that moved between processes without changing the total
 	// shows at the next poll.
 	h.gpus[0].compute = nvmlProcs(1001, 7*nvmlGiB, 1002, 5*nvmlGiB)
-	if ps := at(3 * time.Second); len(ps) != 2 || ps[0].UsedBytes != 7*nvmlGiB || ps[1].UsedBytes != 5*nvmlGiB {
+	if ps := at(3 * time.Second); len(ps) != 2 || ps[0].Used() != 7*nvmlGiB || ps[1].Used() != 5*nvmlGiB {
 		t.Errorf("a second after memory moved: %+v, want the new split", ps)
 	}
 	// A graphics client appears: the memory the compute list does not
@@ -903,8 +903,8 @@ func TestNVMLProcessesCarryProcDetails(t *testing.T) {
 		t.Fatalf("%v %v", ps, err)
 	}
 	p := ps[0]
-	if p.Job == nil || p.Job.ContainerID == "" || !p.HasHostMemory || p.HostMemoryBytes == 0 {
-		t.Errorf("process 4242: job %+v, host memory %d (%v); want its docker container and its RSS", p.Job, p.HostMemoryBytes, p.HasHostMemory)
+	if p.Job == nil || p.Job.ContainerID == "" || p.HostMemoryBytes == nil || *p.HostMemoryBytes == 0 {
+		t.Errorf("process 4242: job %+v, host memory %v; want its docker container and its RSS", p.Job, p.HostMemoryBytes)
 	}
 }
 

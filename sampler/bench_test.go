@@ -106,12 +106,16 @@ func (s *scaleSource) ReadProcesses(now time.Time, buf []ProcSample, _ []error) 
 			}
 			pid := uint32(1000 + int64(slot) + gen*int64(s.devs*s.procs))
 			used := uint64(1<<30) + uint64(el/time.Second)*uint64(j+1)%(1<<28)
-			buf = append(buf, ProcSample{Device: d, PID: pid, UsedBytes: used, HasUsed: true, Type: "compute",
-				User: "user", UID: 1000, HasUID: true, Command: s.commands[slot], Visible: true, StartTime: started})
+			buf = append(buf, ProcSample{Device: d, Process: Process{PID: pid, UsedBytes: Ptr(used), Type: "compute",
+				User: "user", UID: scaleUID, Command: s.commands[slot], Visible: true, StartTime: started}})
 		}
 	}
 	return buf, nil
 }
+
+// scaleUID is every process's UID, one pointer for all, as a source shares
+// a value that does not change.
+var scaleUID = Ptr(uint32(1000))
 
 func (s *scaleSource) ReadProcessUtilization(time.Time, map[UtilKey]float64) error { return nil }
 func (s *scaleSource) Close() error                                                { return nil }

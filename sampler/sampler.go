@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -765,10 +766,7 @@ func (s *Sampler) pollProcesses(now time.Time) {
 		id := procID{pid: ps.PID, start: ps.StartTime.UnixNano()}
 		st := d.procs[id]
 		if st == nil {
-			st = &procState{key: ProcessKey{Device: d.info.ID, PID: id.pid, Start: id.start}, ring: s.newProcessRing(), firstSeen: now}
-			if ps.HasUID {
-				st.uid = Ptr(ps.UID)
-			}
+			st = &procState{key: ProcessKey{Device: d.info.ID, PID: id.pid, Start: id.start}, ring: s.newProcessRing(), firstSeen: now, uid: ps.UID}
 			d.procs[id] = st
 			d.live = append(d.live, st)
 		}
@@ -776,9 +774,9 @@ func (s *Sampler) pollProcesses(now time.Time) {
 		st.lastSeen = now
 		st.listed = gen
 		st.viewOK = false
-		if ps.HasUsed {
-			st.ring.Push(now, ps.UsedBytes)
-			st.peak = max(st.peak, ps.UsedBytes)
+		if ps.UsedBytes != nil {
+			st.ring.Push(now, *ps.UsedBytes)
+			st.peak = max(st.peak, *ps.UsedBytes)
 		}
 	}
 	for _, d := range s.devs {
@@ -1007,11 +1005,7 @@ func (d *devState) processes() []Process {
 	// and no pointer to follow per comparison.
 	d.order = d.order[:0]
 	for _, p := range d.live {
-		used := p.last.UsedBytes
-		if !p.last.HasUsed {
-			used = 0
-		}
-		d.order = append(d.order, procOrder{used: used, pid: p.key.PID, p: p})
+		d.order = append(d.order, procOrder{used: p.last.Used(), pid: p.key.PID, p: p})
 	}
 	slices.SortFunc(d.order, func(a, b procOrder) int {
 		if c := cmp.Compare(b.used, a.used); c != 0 {
@@ -1035,30 +1029,35 @@ func (d *devState) processes() []Process {
 	return append(out, exited...)
 }
 
-// snapshot is the process as a snapshot shows it, live or exited.
+// snapshot is the process as a snapshot shows it, live or exited: as the
+// source listed it last, with what the sampler keeps (the UID first seen,
+// the first and last time seen, the peak, the history, the utilization).
+// An exited process shows none of its live figures.
 func (p *procState) snapshot(exited bool) Process {
-	ps := p.last
-	out := Process{
-		PID: ps.PID, User: ps.User, Command: ps.Command, Type: ps.Type,
-		Container: ps.Container, Visible: ps.Visible, StartTime: ps.StartTime,
-		FirstSeen: p.firstSeen, LastSeen: p.lastSeen, PeakBytes: p.peak,
-		Exited: exited, History: p.ring.Window(), UID: p.uid, Job: ps.Job,
-	}
+	out := p.last.Process
+	out.UID, out.FirstSeen, out.LastSeen, out.PeakBytes = p.uid, p.firstSeen, p.lastSeen, p.peak
+	out.Exited, out.History, out.UtilizationPercent = exited, p.ring.Window(), p.util
 	if exited {
-		return out
-	}
-	if ps.HasUsed {
-		out.UsedBytes = Ptr(ps.UsedBytes)
-	}
-	out.UtilizationPercent = p.util
-	if ps.HasCPU {
-		out.CPUPercent = Ptr(ps.CPUPercent)
-	}
-	if ps.HasHostMemory {
-		out.HostMemoryBytes = Ptr(ps.HostMemoryBytes)
+		v := reflect.ValueOf(&out).Elem()
+		for _, i := range liveFields {
+			v.Field(i).SetZero()
+		}
 	}
 	return out
 }
+
+// liveFields are the fields of a Process tagged sampler:"live": figures of
+// the running process that an exited one no longer shows.
+var liveFields = func() []int {
+	var out []int
+	t := reflect.TypeFor[Process]()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("sampler") == "live" {
+			out = append(out, i)
+		}
+	}
+	return out
+}()
 
 // unattributed is used memory minus what the live processes account for; nil
 // when a process's usage is unknown or the device is a MIG parent. used is the

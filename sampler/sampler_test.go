@@ -145,8 +145,8 @@ func runInBackground(s *Sampler) (cancel context.CancelFunc, done <-chan error) 
 }
 
 func fakeProc(dev int, pid uint32, used uint64, started time.Time) ProcSample {
-	return ProcSample{Device: dev, PID: pid, UsedBytes: used, HasUsed: true, Type: "compute",
-		User: "u", Command: "cmd", Visible: true, StartTime: started}
+	return ProcSample{Device: dev, Process: Process{PID: pid, UsedBytes: Ptr(used), Type: "compute",
+		User: "u", Command: "cmd", Visible: true, StartTime: started}}
 }
 
 func newSampler(t *testing.T, src Source, cfg Config) *Sampler {
@@ -412,7 +412,7 @@ func TestPanicInSourceIsRecovered(t *testing.T) {
 
 func TestUnattributed(t *testing.T) {
 	na := fakeProc(0, 3, 0, ringT0)
-	na.HasUsed = false
+	na.UsedBytes = nil
 	cases := []struct {
 		name  string
 		procs []ProcSample
@@ -433,7 +433,7 @@ func TestUnattributed(t *testing.T) {
 			if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
 				t.Fatalf("unattributed = %v, want %v", derefOrNil(got), derefOrNil(c.want))
 			}
-			if na := snap.Devices[0].Processes; len(c.procs) > 1 && c.procs[1].HasUsed == false && na[len(na)-1].UsedBytes != nil {
+			if na := snap.Devices[0].Processes; len(c.procs) > 1 && c.procs[1].UsedBytes == nil && na[len(na)-1].UsedBytes != nil {
 				t.Fatal("unknown process usage shown as a number")
 			}
 		})
@@ -607,7 +607,7 @@ func TestHostColumnsAndJob(t *testing.T) {
 	s := newSampler(t, f, Config{Interval: time.Second})
 	job := &Job{SlurmJobID: "4242", SlurmStep: "0"}
 	p := fakeProc(0, 10, fakeGiB, ringT0)
-	p.Job, p.CPUPercent, p.HasCPU, p.HostMemoryBytes, p.HasHostMemory = job, 97.5, true, 3<<30, true
+	p.Job, p.CPUPercent, p.HostMemoryBytes = job, Ptr(97.5), Ptr(uint64(3<<30))
 	q := fakeProc(0, 11, fakeGiB, ringT0) // not yet measured
 	f.setProcs(p, q)
 	snap, _ := s.Tick(ringAt(0))

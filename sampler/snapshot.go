@@ -146,42 +146,50 @@ type MIGInfo struct {
 	Profile           string `json:"profile,omitempty"`
 }
 
-// Process is one process holding memory on one device.
+// Process is one process holding memory on one device: what a source
+// lists (ProcSample), the sampler publishes and the recorder writes.
+//
+// Each field's tags say where it goes: json its name in `vramtop --json`;
+// rec its name in a recording (recorder: written, and compared for the
+// delta lines, from this tag alone; a field without one is not recorded);
+// sampler:"live" marks a figure of the running process, which an exited
+// one no longer shows.
 type Process struct {
-	PID uint32 `json:"pid"`
+	PID uint32 `json:"pid" rec:"pid"`
 	// User is the login name of the process's real UID; empty when the
 	// process is not visible from here.
-	User string  `json:"user,omitempty"`
-	UID  *uint32 `json:"uid,omitempty"`
+	User string  `json:"user,omitempty" rec:"user,omitempty"`
+	UID  *uint32 `json:"uid,omitempty" rec:"uid,omitempty"`
 	// Command is the command line, arguments separated by spaces.
-	Command string `json:"command,omitempty"`
+	Command string `json:"command,omitempty" rec:"cmd,omitempty"`
 	// UsedBytes is nil when the driver does not report it (shown as n/a).
-	UsedBytes *uint64 `json:"used_bytes,omitempty"`
+	UsedBytes *uint64 `json:"used_bytes,omitempty" rec:"used,omitempty" sampler:"live"`
 	// Type is "compute", "graphics" or "compute+graphics".
-	Type      string `json:"type"`
-	Container string `json:"container,omitempty"`
+	Type      string `json:"type" rec:"type,omitempty"`
+	Container string `json:"container,omitempty" rec:"ct,omitempty"`
 	// Job names the batch job, pod or container the process belongs to, read
 	// from its cgroup; nil when it belongs to none that is known.
-	Job *Job `json:"job,omitempty"`
+	Job *Job `json:"job,omitempty" rec:"job,omitempty"`
 	// CPUPercent is the process's CPU use on the host (100 = one core)
 	// since the previous process poll; nil until two polls have seen it.
-	CPUPercent *float64 `json:"cpu_percent,omitempty"`
+	CPUPercent *float64 `json:"cpu_percent,omitempty" rec:"cpu,omitempty" sampler:"live"`
 	// HostMemoryBytes is the process's resident host memory (RSS).
-	HostMemoryBytes *uint64 `json:"host_memory_bytes,omitempty"`
+	HostMemoryBytes *uint64 `json:"host_memory_bytes,omitempty" rec:"hm,omitempty" sampler:"live"`
 	// Visible is false for a PID that NVML reports but /proc here does not
 	// show: it lives in another PID namespace (a container); naming it needs
 	// the host PID namespace.
-	Visible bool `json:"visible"`
+	Visible bool `json:"visible" rec:"vis,omitempty"`
 	// StartTime is when the process started (from /proc); zero if unknown.
-	StartTime time.Time `json:"start_time,omitzero"`
+	StartTime time.Time `json:"start_time,omitzero" rec:"st,omitempty"`
 	// UtilizationPercent is the process's SM utilization where known.
-	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty" rec:"util,omitempty" sampler:"live"`
 
-	// Fields kept by the sampler across polls.
-	FirstSeen time.Time `json:"first_seen,omitzero"`
-	LastSeen  time.Time `json:"-"`
-	PeakBytes uint64    `json:"used_peak_bytes,omitempty"`
-	Exited    bool      `json:"exited,omitempty"`
+	// Fields kept by the sampler across polls. In a recording, LastSeen
+	// is left out (zero) where it is the line's own time.
+	FirstSeen time.Time `json:"first_seen,omitzero" rec:"fs,omitempty"`
+	LastSeen  time.Time `json:"-" rec:"ls,omitempty"`
+	PeakBytes uint64    `json:"used_peak_bytes,omitempty" rec:"pk,omitempty"`
+	Exited    bool      `json:"exited,omitempty" rec:"x,omitempty"`
 	History   Window    `json:"-"`
 }
 

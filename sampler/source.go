@@ -83,32 +83,18 @@ type MemSample struct {
 	Err error
 }
 
-// ProcSample is one process on one device.
+// ProcSample is one process on one device as a source lists it: the
+// Process a Snapshot shows, filled in by the source, less what the sampler
+// keeps across polls and sets itself (FirstSeen, LastSeen, PeakBytes,
+// Exited, History, and UtilizationPercent from ReadProcessUtilization).
+// An optional value is nil where unknown (UsedBytes: the driver reports
+// "not available"). The sampler shares what the pointers point to with
+// every Snapshot: a source never writes through one after handing it over
+// (a new value is a new pointer).
 type ProcSample struct {
 	// Device is the index of the device in Info().Devices.
-	Device    int
-	PID       uint32
-	UsedBytes uint64
-	HasUsed   bool   // false: the driver reports "not available"
-	Type      string // "compute", "graphics", "compute+graphics"
-	User      string
-	UID       uint32
-	HasUID    bool
-	Command   string
-	Container string
-	Visible   bool
-	StartTime time.Time
-	// Job is what the process's cgroup says it belongs to; nil when none.
-	// The sampler shares it with every Snapshot: never write it after
-	// handing it over.
-	Job *Job
-	// CPUPercent is the process's host CPU use (100 = one core) since the
-	// previous process list; HasCPU is false where unknown.
-	CPUPercent float64
-	HasCPU     bool
-	// HostMemoryBytes is the process's resident host memory (RSS).
-	HostMemoryBytes uint64
-	HasHostMemory   bool
+	Device int
+	Process
 }
 
 // UtilKey names a process on a device for ReadProcessUtilization.

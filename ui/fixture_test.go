@@ -94,9 +94,12 @@ func (f *fakeSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		}
 		u := f.used(g, now)
 		add := func(pid uint32, user, cmd string, share float64, visible bool) {
-			uid, hasUID := testUIDs[user]
-			buf = append(buf, sampler.ProcSample{Device: i, PID: pid, User: user, UID: uid, HasUID: hasUID, Command: cmd, UsedBytes: uint64(float64(u) * share),
-				HasUsed: true, Type: "compute", Visible: visible, StartTime: f.start.Add(-time.Duration(pid%97) * time.Minute)})
+			var uid *uint32
+			if id, ok := testUIDs[user]; ok {
+				uid = &id
+			}
+			buf = append(buf, sampler.ProcSample{Device: i, Process: sampler.Process{PID: pid, User: user, UID: uid, Command: cmd, UsedBytes: sampler.Ptr(uint64(float64(u) * share)),
+				Type: "compute", Visible: visible, StartTime: f.start.Add(-time.Duration(pid%97) * time.Minute)}})
 		}
 		switch g % 4 {
 		case 0:

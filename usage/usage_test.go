@@ -93,8 +93,8 @@ func (tn *tenants) ReadProcesses(now time.Time, buf []sampler.ProcSample, _ []er
 	buf = buf[:0]
 	for _, t := range tn.list() {
 		if u := t.used(now.Sub(tn.start)); u > 0 {
-			buf = append(buf, sampler.ProcSample{Device: t.dev, PID: t.pid, UsedBytes: u, HasUsed: true, Type: "compute",
-				User: t.user, Visible: t.visible, Job: t.job, StartTime: tn.start.Add(-time.Minute)})
+			buf = append(buf, sampler.ProcSample{Device: t.dev, Process: sampler.Process{PID: t.pid, UsedBytes: sampler.Ptr(u), Type: "compute",
+				User: t.user, Visible: t.visible, Job: t.job, StartTime: tn.start.Add(-time.Minute)}})
 		}
 	}
 	return buf, nil

@@ -73,19 +73,28 @@ func (s *Source) ReadMemory(now time.Time, out []sampler.MemSample) error {
 	return nil
 }
 
+// uids are the users' UIDs, 1000 to 1039, shared by every sample (a
+// source shares a value that does not change).
+var uids = func() (u [40]*uint32) {
+	for i := range u {
+		u[i] = sampler.Ptr(uint32(1000 + i))
+	}
+	return u
+}()
+
 // ReadProcesses lists every process.
 func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []error) ([]sampler.ProcSample, error) {
 	buf = buf[:0]
 	for g := range s.gpus {
 		for p := range s.procs {
 			pid := uint32(100000 + g*s.procs + p)
-			buf = append(buf, sampler.ProcSample{
-				Device: g, PID: pid, UsedBytes: s.used(g, p, now), HasUsed: true, Type: "compute",
-				User: fmt.Sprintf("user%02d", p%40), UID: uint32(1000 + p%40), HasUID: true,
+			buf = append(buf, sampler.ProcSample{Device: g, Process: sampler.Process{
+				PID: pid, UsedBytes: sampler.Ptr(s.used(g, p, now)), Type: "compute",
+				User: fmt.Sprintf("user%02d", p%40), UID: uids[p%40],
 				Command:   fmt.Sprintf("python -m worker --shard %d --gpu %d --config /shared/configs/run-%03d.yaml", p, g, p),
 				Visible:   true,
 				StartTime: s.start.Add(-time.Duration(g*s.procs+p) * time.Minute),
-			})
+			}})
 		}
 	}
 	return buf, nil

@@ -140,9 +140,9 @@ func (s *Source) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs []e
 		h, g := i/s.F.GPUs, i%s.F.GPUs
 		u := s.F.Used(h, g, now)
 		for p := 0; p < s.F.ProcsPerGPU; p++ {
-			buf = append(buf, sampler.ProcSample{Device: i, PID: uint32(10000 + g*s.F.ProcsPerGPU + p),
-				UsedBytes: u / uint64(s.F.ProcsPerGPU), HasUsed: true, Type: "compute",
-				User: fmt.Sprintf("user%d", h%50), Command: "python train.py", Visible: true})
+			buf = append(buf, sampler.ProcSample{Device: i, Process: sampler.Process{PID: uint32(10000 + g*s.F.ProcsPerGPU + p),
+				UsedBytes: sampler.Ptr(u / uint64(s.F.ProcsPerGPU)), Type: "compute",
+				User: fmt.Sprintf("user%d", h%50), Command: "python train.py", Visible: true}})
 		}
 	}
 	return buf, nil
