@@ -3,13 +3,11 @@ package recorder
 import (
 	"cmp"
 	"encoding/json"
-	"reflect"
+	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/vramtop/vramtop/sampler"
+	"unsafe"
 )
 
 // Format version 2 writes most snapshots as deltas: a keyframe line holds a
@@ -62,178 +60,140 @@ type Delta struct {
 // DevPatch is one device of a delta line: the fields it states (set) and
 // those it clears, its processes that differ, gone and their order.
 type DevPatch struct {
-	I          int         `json:"i"`
-	Total      *uint64     `json:"tot"`
-	Used       *uint64     `json:"used"`
-	Free       *uint64     `json:"free"`
-	Res        *uint64     `json:"res"`
-	Unatt      *uint64     `json:"una"`
-	Util       *float64    `json:"util"`
-	Temp       *int        `json:"temp"`
-	Power      *float64    `json:"pw"`
-	Energy     *uint64     `json:"en"`
-	EnergyErr  *string     `json:"ene"`
-	SMClock    *int        `json:"smc"`
-	MemClock   *int        `json:"mc"`
-	Err        *string     `json:"err"`
-	RecentPeak *uint64     `json:"rp"`
-	ListAge    *int64      `json:"la"`
-	H          *Samples    `json:"h"`
-	Clear      []string    `json:"clr"`
-	Procs      []ProcPatch `json:"dp"`
-	Gone       []int       `json:"gone"`
-	Order      []int       `json:"ord"`
+	I int
+	// set holds the values of the fields stated, listed in stated (as
+	// indexes into devPatchFields).
+	set    DevRec
+	stated []uint8
+	H      *Samples
+	Clear  []string
+	Procs  []ProcPatch
+	Gone   []int
+	Order  []int
 	// Sorted: the processes are in the sampler's order, by memory.
-	Sorted bool `json:"srt"`
+	Sorted bool
 }
 
 // ProcPatch is one process of a DevPatch: one of the keyframe's (I) with
 // the fields that differ, or a new one (New) in full.
 type ProcPatch struct {
-	I         int          `json:"i"`
-	New       bool         `json:"n"`
-	PID       *uint32      `json:"pid"`
-	User      *string      `json:"user"`
-	UID       *uint32      `json:"uid"`
-	Command   *string      `json:"cmd"`
-	Used      *uint64      `json:"used"`
-	Type      *string      `json:"type"`
-	Container *string      `json:"ct"`
-	Job       *sampler.Job `json:"job"`
-	CPU       *float64     `json:"cpu"`
-	HostMem   *uint64      `json:"hm"`
-	Visible   *bool        `json:"vis"`
-	Start     *int64       `json:"st"`
-	Util      *float64     `json:"util"`
-	FirstSeen *int64       `json:"fs"`
-	LastSeen  *int64       `json:"ls"`
-	Peak      *uint64      `json:"pk"`
-	Exited    *bool        `json:"x"`
-	H         *Samples     `json:"h"`
-	Clear     []string     `json:"clr"`
+	I      int
+	New    bool
+	set    ProcRec
+	stated []uint8
+	Clear  []string
 }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
+// UnmarshalJSON reads a device of a delta line.
+func (p *DevPatch) UnmarshalJSON(b []byte) error {
+	*p = DevPatch{}
+	return members(b, func(k, v []byte) error {
+		switch string(k) {
+		case "i":
+			return decodeInt(&p.I, v)
+		case "h":
+			return decodeSamples(&p.H, v)
+		case "clr":
+			return json.Unmarshal(v, &p.Clear)
+		case "dp":
+			p.Procs = make([]ProcPatch, 0, count(v))
+			return elements(v, func(v []byte) error {
+				p.Procs = append(p.Procs, ProcPatch{})
+				return p.Procs[len(p.Procs)-1].UnmarshalJSON(v)
+			})
+		case "gone":
+			return json.Unmarshal(v, &p.Gone)
+		case "ord":
+			return json.Unmarshal(v, &p.Order)
+		case "srt":
+			return json.Unmarshal(v, &p.Sorted)
+		}
+		return decodeStated(devPatchFields, unsafe.Pointer(&p.set), &p.stated, k, v)
+	})
 }
 
-func setPtr[T any](dst **T, v *T) {
-	if v != nil {
-		*dst = v
+// UnmarshalJSON reads a process of a delta line.
+func (p *ProcPatch) UnmarshalJSON(b []byte) error {
+	*p = ProcPatch{}
+	return members(b, func(k, v []byte) error {
+		switch string(k) {
+		case "i":
+			return decodeInt(&p.I, v)
+		case "n":
+			return json.Unmarshal(v, &p.New)
+		case "h":
+			return decodeSamples(&p.set.H, v)
+		case "clr":
+			return json.Unmarshal(v, &p.Clear)
+		}
+		return decodeStated(procPatchFields, unsafe.Pointer(&p.set), &p.stated, k, v)
+	})
+}
+
+func decodeInt(n *int, v []byte) error {
+	i, err := parseInt[int](v)
+	if err != nil {
+		return fmt.Errorf("index: %v", err)
 	}
+	*n = i
+	return nil
+}
+
+// decodeStated sets the field named k of the patch's values at base and
+// notes it stated.
+func decodeStated(t *table, base unsafe.Pointer, stated *[]uint8, k, v []byte) error {
+	i, ok := t.lookup(k)
+	if !ok {
+		return nil
+	}
+	f := &t.fields[i]
+	if err := f.c.decode(at(base, f), v); err != nil {
+		return fmt.Errorf("%q: %v", f.tag, err)
+	}
+	if !slices.Contains(*stated, uint8(i)) {
+		*stated = append(*stated, uint8(i))
+	}
+	return nil
+}
+
+// patch clears the fields of the record at dst named in clear, then sets
+// those stated from the values at src.
+func patch(t *table, dst, src unsafe.Pointer, stated []uint8, clear []string, what string) error {
+	for _, name := range clear {
+		i, ok := t.byTag[name]
+		if !ok {
+			return errorf("unknown %s field %q to clear", what, name)
+		}
+		f := &t.fields[i]
+		f.c.zero(at(dst, f))
+	}
+	for _, i := range stated {
+		f := &t.fields[i]
+		f.c.copy(at(dst, f), at(src, f))
+	}
+	return nil
 }
 
 func (p *DevPatch) apply(d *DevRec) error {
-	for _, f := range p.Clear {
-		switch f {
-		case "tot":
-			d.Total = 0
-		case "used":
-			d.Used = 0
-		case "free":
-			d.Free = 0
-		case "res":
-			d.Res = nil
-		case "una":
-			d.Unatt = nil
-		case "util":
-			d.Util = nil
-		case "temp":
-			d.Temp = nil
-		case "pw":
-			d.Power = nil
-		case "en":
-			d.Energy = nil
-		case "ene":
-			d.EnergyErr = ""
-		case "smc":
-			d.SMClock = nil
-		case "mc":
-			d.MemClock = nil
-		case "err":
-			d.Err = ""
-		case "rp":
-			d.RecentPeak = nil
-		case "la":
-			d.ListAge = 0
-		default:
-			return errorf("unknown device field %q to clear", f)
-		}
+	if err := patch(devPatchFields, unsafe.Pointer(d), unsafe.Pointer(&p.set), p.stated, p.Clear, "device"); err != nil {
+		return err
 	}
-	set(&d.Total, p.Total)
-	set(&d.Used, p.Used)
-	set(&d.Free, p.Free)
-	setPtr(&d.Res, p.Res)
-	setPtr(&d.Unatt, p.Unatt)
-	setPtr(&d.Util, p.Util)
-	setPtr(&d.Temp, p.Temp)
-	setPtr(&d.Power, p.Power)
-	setPtr(&d.Energy, p.Energy)
-	set(&d.EnergyErr, p.EnergyErr)
-	setPtr(&d.SMClock, p.SMClock)
-	setPtr(&d.MemClock, p.MemClock)
-	set(&d.Err, p.Err)
-	setPtr(&d.RecentPeak, p.RecentPeak)
-	set(&d.ListAge, p.ListAge)
 	d.H = p.H
 	return nil
 }
 
 func (p *ProcPatch) apply(r *ProcRec) error {
-	for _, f := range p.Clear {
-		switch f {
-		case "user":
-			r.User = ""
-		case "uid":
-			r.UID = nil
-		case "cmd":
-			r.Command = ""
-		case "used":
-			r.Used = nil
-		case "type":
-			r.Type = ""
-		case "ct":
-			r.Container = ""
-		case "job":
-			r.Job = nil
-		case "cpu":
-			r.CPU = nil
-		case "hm":
-			r.HostMem = nil
-		case "vis":
-			r.Visible = false
-		case "util":
-			r.Util = nil
-		case "fs":
-			r.FirstSeen = 0
-		case "pk":
-			r.Peak = 0
-		case "x":
-			r.Exited = false
-		default:
-			return errorf("unknown process field %q to clear", f)
+	// Of a process, only what a keyframe would not leave out can be
+	// cleared (its identity, as written, never).
+	for _, name := range p.Clear {
+		if _, ok := procFields.byTag[name]; !ok {
+			return errorf("unknown process field %q to clear", name)
 		}
 	}
-	set(&r.PID, p.PID)
-	set(&r.User, p.User)
-	setPtr(&r.UID, p.UID)
-	set(&r.Command, p.Command)
-	setPtr(&r.Used, p.Used)
-	set(&r.Type, p.Type)
-	set(&r.Container, p.Container)
-	setPtr(&r.Job, p.Job)
-	setPtr(&r.CPU, p.CPU)
-	setPtr(&r.HostMem, p.HostMem)
-	set(&r.Visible, p.Visible)
-	set(&r.Start, p.Start)
-	setPtr(&r.Util, p.Util)
-	set(&r.FirstSeen, p.FirstSeen)
-	set(&r.LastSeen, p.LastSeen)
-	set(&r.Peak, p.Peak)
-	set(&r.Exited, p.Exited)
-	r.H = p.H
+	if err := patch(procPatchFields, unsafe.Pointer(r), unsafe.Pointer(&p.set), p.stated, p.Clear, "process"); err != nil {
+		return err
+	}
+	r.H = p.set.H
 	return nil
 }
 
@@ -269,17 +229,19 @@ func Expand(kf *Record, d *Delta) (Record, error) {
 		if !done[i] {
 			dev.Procs = slices.Clone(dev.Procs)
 			for j := range dev.Procs {
-				dev.Procs[j].LastSeen, dev.Procs[j].H = 0, nil
+				dev.Procs[j].LastSeen, dev.Procs[j].H = time.Time{}, nil
 			}
 			r.Devices[i] = dev
 		}
 		for j := range dev.Procs {
 			p := &dev.Procs[j]
-			if p.LastSeen == 0 {
-				p.LastSeen = poll
-			}
-			if p.LastSeen == tn {
-				p.LastSeen = 0
+			switch UnixNano(p.LastSeen) {
+			case 0:
+				if poll != tn {
+					p.LastSeen = time.Unix(0, poll)
+				}
+			case tn:
+				p.LastSeen = time.Time{}
 			}
 		}
 	}
@@ -292,18 +254,19 @@ func expandDev(kf *DevRec, dd *DevPatch) (DevRec, error) {
 	if err := dd.apply(&dev); err != nil {
 		return DevRec{}, err
 	}
-	gone := make([]bool, len(kf.Procs))
+	n := len(kf.Procs)
+	gone := make([]bool, n)
 	for _, g := range dd.Gone {
-		if g < 0 || g >= len(kf.Procs) {
-			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", g, len(kf.Procs))
+		if g < 0 || g >= n {
+			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", g, n)
 		}
 		gone[g] = true
 	}
-	procs := make([]ProcRec, len(kf.Procs))
-	for i := range kf.Procs {
-		procs[i] = kf.Procs[i]
-		procs[i].H, procs[i].LastSeen = nil, 0
-	}
+	// The keyframe's processes that the line changes are copied and
+	// changed; the others are read where they are, and every process is
+	// copied once, into the list (a process is a few hundred bytes).
+	patched := make([]*ProcRec, n)
+	copies := make([]ProcRec, 0, len(dd.Procs)) // never grown: patched points into it
 	var added []ProcRec
 	for k := range dd.Procs {
 		pd := &dd.Procs[k]
@@ -315,145 +278,97 @@ func expandDev(kf *DevRec, dd *DevPatch) (DevRec, error) {
 			added = append(added, p)
 			continue
 		}
-		if pd.I < 0 || pd.I >= len(kf.Procs) || gone[pd.I] {
-			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", pd.I, len(kf.Procs))
+		if pd.I < 0 || pd.I >= n || gone[pd.I] {
+			return DevRec{}, errorf("process index %d is not one of the keyframe's %d", pd.I, n)
 		}
-		if err := pd.apply(&procs[pd.I]); err != nil {
+		if patched[pd.I] == nil {
+			copies = append(copies, kf.Procs[pd.I])
+			p := &copies[len(copies)-1]
+			p.H, p.LastSeen = nil, time.Time{}
+			patched[pd.I] = p
+		}
+		if err := pd.apply(patched[pd.I]); err != nil {
 			return DevRec{}, err
 		}
 	}
-	list := make([]ProcRec, 0, len(procs)+len(added))
-	for i, p := range procs {
+	src := func(j int32) *ProcRec {
+		switch {
+		case int(j) >= n:
+			return &added[int(j)-n]
+		case patched[j] != nil:
+			return patched[j]
+		}
+		return &kf.Procs[j]
+	}
+	// The list is the keyframe's processes still listed, then the new
+	// ones, sorted or ordered as the line says.
+	idx := make([]int32, 0, n+len(added))
+	for i := range n {
 		if !gone[i] {
-			list = append(list, p)
+			idx = append(idx, int32(i))
 		}
 	}
-	list = append(list, added...)
+	for i := range added {
+		idx = append(idx, int32(n+i))
+	}
 	if dd.Sorted {
-		slices.SortStableFunc(list, byMemory)
+		slices.SortStableFunc(idx, func(a, b int32) int { return byMemory(src(a), src(b)) })
 	}
 	if len(dd.Order) > 0 {
-		order, err := unrun(dd.Order, len(list))
+		order, err := unrun(dd.Order, len(idx))
 		if err != nil {
 			return DevRec{}, err
 		}
-		if len(order) != len(list) {
-			return DevRec{}, errorf("process order lists %d of %d processes", len(order), len(list))
+		if len(order) != len(idx) {
+			return DevRec{}, errorf("process order lists %d of %d processes", len(order), len(idx))
 		}
-		ordered := make([]ProcRec, len(list))
-		used := make([]bool, len(list))
+		ordered := make([]int32, len(idx))
+		used := make([]bool, len(idx))
 		for k, j := range order {
-			if j < 0 || j >= len(list) || used[j] {
+			if j < 0 || j >= len(idx) || used[j] {
 				return DevRec{}, errorf("process order is not a permutation")
 			}
 			used[j] = true
-			ordered[k] = list[j]
+			ordered[k] = idx[j]
 		}
-		list = ordered
+		idx = ordered
 	}
-	if len(list) == 0 {
-		list = nil
+	if len(idx) > 0 {
+		dev.Procs = make([]ProcRec, len(idx))
+		for k, j := range idx {
+			p := &dev.Procs[k]
+			*p = *src(j)
+			if int(j) < n && patched[j] == nil {
+				p.H, p.LastSeen = nil, time.Time{}
+			}
+		}
 	}
-	dev.Procs = list
 	return dev, nil
 }
 
-// fieldSet lists the fields of a struct that a delta compares, by their
-// JSON names.
-type fieldSet struct {
-	idx   []int
-	tags  []string
-	byTag map[string]int
-}
-
-func fieldsOf(t reflect.Type, skip ...string) fieldSet {
-	fs := fieldSet{byTag: map[string]int{}}
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag == "" || tag == "-" || contains(skip, tag) {
+// appendDiff appends `,"tag":value` for each field of t of the record at
+// cur that differs from the record at kf, and returns the names of those
+// now absent (left out as empty).
+func appendDiff(b []byte, t *table, kf, cur unsafe.Pointer, clr []string) ([]byte, []string, error) {
+	for i := range t.fields {
+		f := &t.fields[i]
+		a, c := at(kf, f), at(cur, f)
+		if f.c.equal(a, c) {
 			continue
 		}
-		fs.idx = append(fs.idx, i)
-		fs.tags = append(fs.tags, tag)
-		fs.byTag[tag] = i
-	}
-	return fs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-var (
-	// The identity fields (id, pid, st) and the lists are not compared.
-	devFields  = fieldsOf(reflect.TypeFor[DevRec](), "id", "h", "p")
-	procFields = fieldsOf(reflect.TypeFor[ProcRec](), "pid", "st", "h", "ls")
-)
-
-// appendDiff appends `,"tag":value` for each field of cur that differs from
-// kf, and returns the names of those now absent (omitted as empty).
-func appendDiff(b []byte, kf, cur reflect.Value, fs fieldSet, clr []string) ([]byte, []string, error) {
-	for k, i := range fs.idx {
-		a, c := kf.Field(i), cur.Field(i)
-		if equalValue(a, c) {
-			continue
-		}
-		if c.IsZero() {
-			clr = append(clr, fs.tags[k])
+		if f.c.empty(c) {
+			clr = append(clr, f.tag)
 			continue
 		}
 		b = append(b, ',', '"')
-		b = append(b, fs.tags[k]...)
+		b = append(b, f.tag...)
 		b = append(b, '"', ':')
 		var err error
-		if b, err = appendValue(b, c); err != nil {
+		if b, err = f.c.add(b, c); err != nil {
 			return nil, nil, err
 		}
 	}
 	return b, clr, nil
-}
-
-func equalValue(a, b reflect.Value) bool {
-	if a.Kind() == reflect.Pointer {
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() == b.IsNil()
-		}
-		a, b = a.Elem(), b.Elem()
-	}
-	switch a.Kind() {
-	case reflect.String:
-		return a.String() == b.String()
-	case reflect.Bool:
-		return a.Bool() == b.Bool()
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return a.Int() == b.Int()
-	case reflect.Uint64, reflect.Uint32, reflect.Uint:
-		return a.Uint() == b.Uint()
-	case reflect.Float64:
-		return a.Float() == b.Float()
-	}
-	return reflect.DeepEqual(a.Interface(), b.Interface())
-}
-
-func appendValue(b []byte, v reflect.Value) ([]byte, error) {
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	switch v.Kind() {
-	case reflect.Bool:
-		return strconv.AppendBool(b, v.Bool()), nil
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return strconv.AppendInt(b, v.Int(), 10), nil
-	case reflect.Uint64, reflect.Uint32, reflect.Uint:
-		return strconv.AppendUint(b, v.Uint(), 10), nil
-	}
-	j, err := json.Marshal(v.Interface())
-	return append(b, j...), err
 }
 
 // appendStrings appends ,"name":["a","b"] when list is not empty.
@@ -535,7 +450,7 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 		b = strconv.AppendInt(b, int64(i), 10)
 		mark := len(b)
 		clr = clr[:0]
-		if b, clr, err = appendDiff(b, reflect.ValueOf(key).Elem(), reflect.ValueOf(cur).Elem(), devFields, clr); err != nil {
+		if b, clr, err = appendDiff(b, devFields, unsafe.Pointer(key), unsafe.Pointer(cur), clr); err != nil {
 			return nil, err
 		}
 		b = appendStrings(b, "clr", clr)
@@ -583,10 +498,10 @@ func appendDelta(b []byte, kf, r *Record, kfIndex []map[procID]int) ([]byte, err
 // appendProcDeltas appends the "dp", "gone" and "ord" of a device.
 func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll int64) ([]byte, error) {
 	lastSeen := func(p *ProcRec) int64 {
-		if p.LastSeen == 0 {
-			return tn
+		if ls := UnixNano(p.LastSeen); ls != 0 {
+			return ls
 		}
-		return p.LastSeen
+		return tn
 	}
 	present := make([]bool, len(key.Procs))
 	// pos[k] is where process k of cur stands in the list the reader
@@ -597,7 +512,7 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll
 	var newOnes []int
 	for k := range cur.Procs {
 		p := &cur.Procs[k]
-		j, ok := index[procID{p.PID, p.Start}]
+		j, ok := index[procID{p.PID, UnixNano(p.StartTime)}]
 		if !ok || present[j] {
 			newOnes = append(newOnes, k)
 			pos[k] = -1
@@ -616,7 +531,7 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll
 		mark := len(b)
 		clr = clr[:0]
 		var err error
-		if b, clr, err = appendDiff(b, reflect.ValueOf(&key.Procs[j]).Elem(), reflect.ValueOf(p).Elem(), procFields, clr); err != nil {
+		if b, clr, err = appendDiff(b, procFields, unsafe.Pointer(&key.Procs[j]), unsafe.Pointer(p), clr); err != nil {
 			return nil, err
 		}
 		b = appendStrings(b, "clr", clr)
@@ -643,15 +558,21 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll
 		}
 		wrote = true
 		p := cur.Procs[k]
-		if p.LastSeen = lastSeen(&p); p.LastSeen == poll {
-			p.LastSeen = 0
+		ls := lastSeen(&p)
+		p.LastSeen = time.Time{}
+		if ls != poll {
+			p.LastSeen = time.Unix(0, ls)
 		}
-		pb, err := json.Marshal(&p)
-		if err != nil {
+		b = append(b, `{"n":true`...)
+		mark := len(b)
+		var err error
+		if b, err = appendProc(b, &p); err != nil {
 			return nil, err
 		}
-		b = append(b, `{"n":true,`...)
-		b = append(b, pb[1:]...)
+		// The process's own object, its { now the comma after the mark.
+		if b[mark] = ','; b[mark+1] == '}' {
+			b = append(b[:mark], '}')
+		}
 	}
 	if wrote {
 		b = append(b, ']')
@@ -696,16 +617,16 @@ func appendProcDeltas(b []byte, key, cur *DevRec, index map[procID]int, tn, poll
 
 // byMemory is the sampler's order of a device's processes: live ones by
 // memory, largest first, then exited ones by peak; ties by PID.
-func byMemory(a, b ProcRec) int {
+func byMemory(a, b *ProcRec) int {
 	if a.Exited != b.Exited {
 		if a.Exited {
 			return 1
 		}
 		return -1
 	}
-	va, vb := a.Peak, b.Peak
+	va, vb := a.PeakBytes, b.PeakBytes
 	if !a.Exited {
-		va, vb = deref(a.Used), deref(b.Used)
+		va, vb = a.Used(), b.Used()
 	}
 	if c := cmp.Compare(vb, va); c != 0 {
 		return c
@@ -713,18 +634,11 @@ func byMemory(a, b ProcRec) int {
 	return cmp.Compare(a.PID, b.PID)
 }
 
-func deref(p *uint64) uint64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
 // sortedByMemory reports whether procs are in byMemory order with no two
 // alike, so that sorting any arrangement of them gives this one.
 func sortedByMemory(procs []ProcRec) bool {
 	for i := 1; i < len(procs); i++ {
-		if byMemory(procs[i-1], procs[i]) >= 0 {
+		if byMemory(&procs[i-1], &procs[i]) >= 0 {
 			return false
 		}
 	}
@@ -787,9 +701,9 @@ func linePoll(r *Record) int64 {
 	tn := r.T.UnixNano()
 	count := map[int64]int{}
 	best, most := tn, 0
-	for _, d := range r.Devices {
-		for _, p := range d.Procs {
-			ls := p.LastSeen
+	for i := range r.Devices {
+		for j := range r.Devices[i].Procs {
+			ls := UnixNano(r.Devices[i].Procs[j].LastSeen)
 			if ls == 0 {
 				ls = tn
 			}
@@ -804,11 +718,14 @@ func linePoll(r *Record) int64 {
 // keyIndex maps each device's processes of a keyframe to their indexes.
 func keyIndex(kf *Record) []map[procID]int {
 	out := make([]map[procID]int, len(kf.Devices))
-	for i, d := range kf.Devices {
+	for i := range kf.Devices {
+		d := &kf.Devices[i]
 		m := make(map[procID]int, len(d.Procs))
-		for j, p := range d.Procs {
-			if _, dup := m[procID{p.PID, p.Start}]; !dup {
-				m[procID{p.PID, p.Start}] = j
+		for j := range d.Procs {
+			p := &d.Procs[j]
+			id := procID{p.PID, UnixNano(p.StartTime)}
+			if _, dup := m[id]; !dup {
+				m[id] = j
 			}
 		}
 		out[i] = m

@@ -2,10 +2,10 @@ package recorder
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -14,11 +14,14 @@ func full() Record {
 	u, f, i, s := uint64(7), 2.5, 3, uint32(1001)
 	samples := Samples{{T: 1773453600000000000, V: 5}}
 	return Record{T: time.Unix(1773453600, 0), Seq: 3, Devices: []DevRec{{
-		ID: "0", Total: 9, Used: 8, Free: 1, Res: &u, Unatt: &u, Util: &f, Temp: &i, Power: &f, SMClock: &i, MemClock: &i, Err: "lost", RecentPeak: &u, ListAge: 5, H: &samples,
+		Device: sampler.Device{ID: "0", MemoryTotal: 9, MemoryUsed: 8, MemoryFree: 1, MemoryReserved: &u, Unattributed: &u, UtilizationPercent: &f,
+			TemperatureC: &i, PowerWatts: &f, SMClockMHz: &i, MemoryClockMHz: &i, Err: "lost"},
+		RecentPeak: &u, ListAge: 5, H: &samples,
 		Procs: []ProcRec{
-			{PID: 1, User: "a", UID: &s, Command: "x", Used: &u, Type: "compute", Container: "c", Visible: true,
-				Job: &sampler.Job{SlurmJobID: "42"}, CPU: &f, HostMem: &u, Start: 11, Util: &f, FirstSeen: 12, LastSeen: 13, Peak: 14, Exited: true, H: &samples},
-			{PID: 2, User: "b", Start: 21},
+			{Process: sampler.Process{PID: 1, User: "a", UID: &s, Command: "x", UsedBytes: &u, Type: "compute", Container: "c", Visible: true,
+				Job: &sampler.Job{SlurmJobID: "42"}, CPUPercent: &f, HostMemoryBytes: &u, StartTime: time.Unix(0, 11), UtilizationPercent: &f,
+				FirstSeen: time.Unix(0, 12), LastSeen: time.Unix(0, 13), PeakBytes: 14, Exited: true}, H: &samples},
+			{Process: sampler.Process{PID: 2, User: "b", StartTime: time.Unix(0, 21)}},
 		},
 	}}}
 }
@@ -50,27 +53,27 @@ func viaDelta(t *testing.T, kf, cur *Record) (line []byte, got, want string) {
 // delta line exactly, each field on its own.
 func TestDeltaCarriesEveryField(t *testing.T) {
 	for _, fs := range []struct {
-		set  fieldSet
+		set  *table
 		name string
-		v    func(r *Record) reflect.Value
+		v    func(r *Record) unsafe.Pointer
 	}{
-		{devFields, "device", func(r *Record) reflect.Value { return reflect.ValueOf(&r.Devices[0]).Elem() }},
-		{procFields, "process", func(r *Record) reflect.Value { return reflect.ValueOf(&r.Devices[0].Procs[0]).Elem() }},
+		{devFields, "device", func(r *Record) unsafe.Pointer { return unsafe.Pointer(&r.Devices[0]) }},
+		{procFields, "process", func(r *Record) unsafe.Pointer { return unsafe.Pointer(&r.Devices[0].Procs[0]) }},
 	} {
-		for k, idx := range fs.set.idx {
+		for k := range fs.set.fields {
+			f := &fs.set.fields[k]
 			for _, clear := range []bool{false, true} {
 				kf, cur := full(), full()
 				cur.T = kf.T.Add(time.Second)
 				cur.Devices[0].H, cur.Devices[0].Procs[0].H = nil, nil
-				a, b := fs.v(&kf).Field(idx), fs.v(&cur).Field(idx)
 				if clear {
-					b.Set(reflect.Zero(b.Type()))
+					f.c.zero(at(fs.v(&cur), f))
 				} else {
-					a.Set(reflect.Zero(a.Type()))
+					f.c.zero(at(fs.v(&kf), f))
 				}
 				line, g, w := viaDelta(t, &kf, &cur)
 				if g != w {
-					t.Errorf("%s field %s (cleared %v): delta %s\n got %s\nwant %s", fs.name, fs.set.tags[k], clear, line, g, w)
+					t.Errorf("%s field %s (cleared %v): delta %s\n got %s\nwant %s", fs.name, f.tag, clear, line, g, w)
 				}
 			}
 		}
@@ -84,7 +87,7 @@ func TestDeltaProcessesComeAndGo(t *testing.T) {
 	cur.T = kf.T.Add(time.Second)
 	p0 := cur.Devices[0].Procs[0]
 	p0.H = nil
-	cur.Devices[0].Procs = []ProcRec{{PID: 3, Start: 31, User: "new"}, p0}
+	cur.Devices[0].Procs = []ProcRec{{Process: sampler.Process{PID: 3, StartTime: time.Unix(0, 31), User: "new"}}, p0}
 	line, g, w := viaDelta(t, &kf, &cur)
 	if g != w {
 		t.Errorf("delta %s\n got %s\nwant %s", line, g, w)
@@ -95,12 +98,15 @@ func TestDeltaProcessesComeAndGo(t *testing.T) {
 // said so in one word, and come back in that order.
 func TestDeltaOrderByMemory(t *testing.T) {
 	u := func(n uint64) *uint64 { return &n }
-	kf := Record{T: time.Unix(1773453600, 0), Devices: []DevRec{{ID: "0", Procs: []ProcRec{
-		{PID: 1, Used: u(9)}, {PID: 2, Used: u(5)}, {PID: 3, Used: u(1)},
+	proc := func(pid uint32, used uint64) ProcRec {
+		return ProcRec{Process: sampler.Process{PID: pid, UsedBytes: u(used)}}
+	}
+	kf := Record{T: time.Unix(1773453600, 0), Devices: []DevRec{{Device: sampler.Device{ID: "0"}, Procs: []ProcRec{
+		proc(1, 9), proc(2, 5), proc(3, 1),
 	}}}}
 	cur := kf
 	cur.T = kf.T.Add(time.Second)
-	cur.Devices = []DevRec{{ID: "0", Procs: []ProcRec{{PID: 3, Used: u(20)}, {PID: 1, Used: u(9)}, {PID: 4, Used: u(7)}, {PID: 2, Used: u(5)}}}}
+	cur.Devices = []DevRec{{Device: sampler.Device{ID: "0"}, Procs: []ProcRec{proc(3, 20), proc(1, 9), proc(4, 7), proc(2, 5)}}}
 	line, g, w := viaDelta(t, &kf, &cur)
 	if !strings.Contains(string(line), `"srt":true`) || strings.Contains(string(line), `"ord"`) {
 		t.Errorf("delta %s: want the order said as srt", line)

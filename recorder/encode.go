@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -32,8 +31,10 @@ type Encoder struct {
 
 	// The keyframe the next delta line refers to (nil: the next line is a
 	// keyframe), its size and its processes' indexes.
-	kf      *Record
-	kfSize  int
+	kf     *Record
+	kfSize int
+	// cur is the record of the line being written, its lists reused.
+	cur     Record
 	kfIndex []map[procID]int
 	// minDelta is the smallest delta line since the keyframe, excess the
 	// bytes the delta lines since then took beyond that size.
@@ -100,10 +101,11 @@ func (e *Encoder) ForceKey() { e.kf = nil }
 // AppendLine appends the line of snap, newline included, to b: a keyframe
 // or a delta from the last one. key reports which.
 func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key bool, err error) {
-	r := e.Record(snap)
-	if e.kf != nil && sameDevices(e.kf, &r) && !r.T.Before(e.kf.T) && r.T.Sub(e.kf.T) < MaxKeyframeGap {
+	r := &e.cur
+	e.record(snap, r)
+	if e.kf != nil && sameDevices(e.kf, r) && !r.T.Before(e.kf.T) && r.T.Sub(e.kf.T) < MaxKeyframeGap {
 		start := len(b)
-		if b, err = appendDelta(b, e.kf, &r, e.kfIndex); err != nil {
+		if b, err = appendDelta(b, e.kf, r, e.kfIndex); err != nil {
 			return nil, false, fmt.Errorf("encoding a line of the recording: %w", err)
 		}
 		n := len(b) - start
@@ -118,11 +120,10 @@ func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key b
 	}
 	start := len(b)
 	r.Key = true
-	jb, err := json.Marshal(&r)
-	if err != nil {
+	if b, err = appendRecord(b, r); err != nil {
 		return nil, false, fmt.Errorf("encoding a line of the recording: %w", err)
 	}
-	b = append(append(b, jb...), '\n')
+	b = append(b, '\n')
 	// What the next deltas compare with: the record as a reader decodes
 	// it, without its history samples.
 	for i := range r.Devices {
@@ -131,31 +132,47 @@ func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key b
 			r.Devices[i].Procs[j].H = nil
 		}
 	}
-	e.kf, e.kfSize, e.kfIndex = &r, len(b)-start, keyIndex(&r)
+	// The record becomes the keyframe; the next line's record reuses the
+	// memory of the keyframe before.
+	if e.kf == nil {
+		e.kf = new(Record)
+	}
+	e.cur, *e.kf = *e.kf, e.cur
+	e.kfSize, e.kfIndex = len(b)-start, keyIndex(e.kf)
 	e.minDelta, e.excess = math.MaxInt, 0
 	return b, true, nil
 }
 
 // Record returns the whole record (the keyframe form) of snap.
 func (e *Encoder) Record(snap sampler.Snapshot) Record {
-	r := Record{
+	var r Record
+	e.record(snap, &r)
+	return r
+}
+
+// record makes r the record of snap, reusing the memory of its lists.
+func (e *Encoder) record(snap sampler.Snapshot, r *Record) {
+	devs := r.Devices
+	*r = Record{
 		T: snap.Time, Seq: snap.Seq, Warnings: snap.Warnings, Err: snap.Err,
 		Stale: snap.Stale, StaleSince: UnixNano(snap.StaleSince),
-		Devices: make([]DevRec, len(snap.Devices)),
+		Devices: slices.Grow(devs[:0], len(snap.Devices))[:len(snap.Devices)],
 	}
 	if snap.Interval != e.interval && snap.Interval != 0 {
 		r.Interval = Duration(snap.Interval)
 	}
 	clear(e.seen)
 	tn := snap.Time.UnixNano()
-	for i, d := range snap.Devices {
-		dr := DevRec{
-			ID: d.ID, Total: d.MemoryTotal, Used: d.MemoryUsed, Free: d.MemoryFree,
-			Res: d.MemoryReserved, Unatt: d.Unattributed, Util: finite(d.UtilizationPercent),
-			Temp: d.TemperatureC, Power: finite(d.PowerWatts), Err: d.Err,
-			SMClock: d.SMClockMHz, MemClock: d.MemoryClockMHz,
-			Energy: d.EnergyMillijoules, EnergyErr: d.EnergyError,
+	for i := range snap.Devices {
+		d := &snap.Devices[i]
+		procs := r.Devices[i].Procs[:0]
+		if i >= len(devs) {
+			procs = nil
 		}
+		dr := DevRec{Device: *d}
+		// A record holds what the line states: not the snapshot's lists
+		// and windows.
+		dr.Processes, dr.History = nil, sampler.Window{}
 		if d.RecentPeakUsed != d.MemoryUsed {
 			dr.RecentPeak = sampler.Ptr(d.RecentPeakUsed)
 		}
@@ -166,23 +183,19 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 		dk := seriesKey{dev: d.ID}
 		dr.H = e.newSamples(dk, d.History, tn, d.MemoryUsed, true)
 		if len(d.Processes) > 0 {
-			dr.Procs = make([]ProcRec, len(d.Processes))
+			dr.Procs = slices.Grow(procs, len(d.Processes))[:len(d.Processes)]
 		}
-		for j, p := range d.Processes {
-			pr := ProcRec{
-				PID: p.PID, User: p.User, UID: p.UID, Command: p.Command, Used: p.UsedBytes,
-				Type: p.Type, Container: p.Container, Visible: p.Visible,
-				Job: p.Job, CPU: finite(p.CPUPercent), HostMem: p.HostMemoryBytes,
-				Start: UnixNano(p.StartTime), Util: finite(p.UtilizationPercent),
-				FirstSeen: UnixNano(p.FirstSeen), Peak: p.PeakBytes, Exited: p.Exited,
-			}
+		for j := range d.Processes {
+			p := &d.Processes[j]
+			pr := &dr.Procs[j]
+			*pr = ProcRec{Process: *p}
+			pr.History = sampler.Window{}
 			ls := UnixNano(p.LastSeen)
-			if ls != tn {
-				pr.LastSeen = ls
+			if ls == tn {
+				pr.LastSeen = time.Time{}
 			}
 			pk := seriesKey{dev: d.ID, pid: p.PID, start: UnixNano(p.StartTime), proc: true}
 			pr.H = e.newSamples(pk, p.History, ls, p.Used(), p.UsedBytes != nil)
-			dr.Procs[j] = pr
 		}
 		r.Devices[i] = dr
 	}
@@ -193,7 +206,6 @@ func (e *Encoder) Record(snap sampler.Snapshot) Record {
 			delete(e.last, k)
 		}
 	}
-	return r
 }
 
 // newSamples returns the samples of w newer than the last one written for

@@ -30,8 +30,9 @@ package recorder
 import (
 	"encoding/json"
 	"fmt"
-	"math"
+	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/vramtop/vramtop/sampler"
 )
@@ -98,64 +99,226 @@ type Record struct {
 	StaleSince int64 `json:"ss,omitempty"`
 }
 
-// DevRec is one device in a Record.
+// DevRec is one device in a Record: the fields of its sampler.Device that
+// have a rec tag (its processes are Procs, its history samples H), and
+// what the line says relative to itself.
 type DevRec struct {
-	ID    string   `json:"id"`
-	Total uint64   `json:"tot"`
-	Used  uint64   `json:"used"`
-	Free  uint64   `json:"free"`
-	Res   *uint64  `json:"res,omitempty"`
-	Unatt *uint64  `json:"una,omitempty"`
-	Util  *float64 `json:"util,omitempty"`
-	Temp  *int     `json:"temp,omitempty"`
-	Power *float64 `json:"pw,omitempty"`
-	// Energy is the GPU's total-energy counter (mJ); EnergyErr why reading
-	// it failed.
-	Energy    *uint64 `json:"en,omitempty"`
-	EnergyErr string  `json:"ene,omitempty"`
-	// SMClock and MemClock are the clocks in MHz.
-	SMClock  *int   `json:"smc,omitempty"`
-	MemClock *int   `json:"mc,omitempty"`
-	Err      string `json:"err,omitempty"`
+	sampler.Device
 	// RecentPeak is the highest used memory sampled since the previous
-	// snapshot, where it differs from Used.
-	RecentPeak *uint64 `json:"rp,omitempty"`
+	// snapshot (Device.RecentPeakUsed), where it differs from Used.
+	RecentPeak *uint64 `rec:"rp,omitempty"`
 	// ListAge is how much older than the line the device's process list
-	// is (sampler.Device.ListedAt), in ns: absent (0) for a list read at
-	// that poll, -1 where the device has no list.
-	ListAge int64 `json:"la,omitempty"`
+	// is (Device.ListedAt), in ns: absent (0) for a list read at that
+	// poll, -1 where the device has no list.
+	ListAge int64 `rec:"la,omitempty"`
 	// H lists the history samples taken since the device's previous line;
 	// nil means just (T, Used).
-	H     *Samples  `json:"h,omitempty"`
-	Procs []ProcRec `json:"p,omitempty"`
+	H     *Samples
+	Procs []ProcRec
 }
 
-// ProcRec is one process on a device in a Record.
+// ProcRec is one process on a device in a Record: the fields of its
+// sampler.Process that have a rec tag, LastSeen zero where it is the
+// line's time.
 type ProcRec struct {
-	PID       uint32  `json:"pid"`
-	User      string  `json:"user,omitempty"`
-	UID       *uint32 `json:"uid,omitempty"`
-	Command   string  `json:"cmd,omitempty"`
-	Used      *uint64 `json:"used,omitempty"`
-	Type      string  `json:"type,omitempty"`
-	Container string  `json:"ct,omitempty"`
-	// Job is what the process's cgroup says it belongs to.
-	Job *sampler.Job `json:"job,omitempty"`
-	// CPU is its host CPU (100: one core), HostMem its resident host
-	// memory.
-	CPU       *float64 `json:"cpu,omitempty"`
-	HostMem   *uint64  `json:"hm,omitempty"`
-	Visible   bool     `json:"vis,omitempty"`
-	Start     int64    `json:"st,omitempty"` // Unix ns; 0: unknown
-	Util      *float64 `json:"util,omitempty"`
-	FirstSeen int64    `json:"fs,omitempty"`
-	// LastSeen is left out when it equals the line's time.
-	LastSeen int64  `json:"ls,omitempty"`
-	Peak     uint64 `json:"pk,omitempty"`
-	Exited   bool   `json:"x,omitempty"`
+	sampler.Process
 	// H lists the history samples taken since the process's previous line;
 	// nil means just (LastSeen, Used) when Used is known, none otherwise.
-	H *Samples `json:"h,omitempty"`
+	H *Samples
+}
+
+// MarshalJSON writes the device as a line holds it.
+func (d *DevRec) MarshalJSON() ([]byte, error) { return appendDev(nil, d) }
+
+// MarshalJSON writes the process as a line holds it.
+func (p *ProcRec) MarshalJSON() ([]byte, error) { return appendProc(nil, p) }
+
+// UnmarshalJSON reads a device of a line.
+func (d *DevRec) UnmarshalJSON(b []byte) error {
+	*d = DevRec{}
+	return members(b, func(k, v []byte) error {
+		switch string(k) {
+		case "h":
+			return decodeSamples(&d.H, v)
+		case "p":
+			d.Procs = make([]ProcRec, 0, count(v))
+			return elements(v, func(v []byte) error {
+				d.Procs = append(d.Procs, ProcRec{})
+				return d.Procs[len(d.Procs)-1].UnmarshalJSON(v)
+			})
+		}
+		return decodeField(devTable, unsafe.Pointer(d), k, v)
+	})
+}
+
+// UnmarshalJSON reads a process of a line.
+func (p *ProcRec) UnmarshalJSON(b []byte) error {
+	*p = ProcRec{}
+	return members(b, func(k, v []byte) error {
+		if string(k) == "h" {
+			return decodeSamples(&p.H, v)
+		}
+		return decodeField(procTable, unsafe.Pointer(p), k, v)
+	})
+}
+
+// decodeField sets the field of t named k in the record at base; a name
+// t does not know is passed over.
+func decodeField(t *table, base unsafe.Pointer, k, v []byte) error {
+	i, ok := t.lookup(k)
+	if !ok {
+		return nil
+	}
+	f := &t.fields[i]
+	if err := f.c.decode(at(base, f), v); err != nil {
+		return fmt.Errorf("%q: %v", f.tag, err)
+	}
+	return nil
+}
+
+func decodeSamples(h **Samples, v []byte) error {
+	var s Samples
+	if err := s.UnmarshalJSON(v); err != nil {
+		return err
+	}
+	*h = &s
+	return nil
+}
+
+// EachText calls fn with each text field of the device (not of its
+// processes).
+func (d *DevRec) EachText(fn func(*string)) { eachText(devTable, unsafe.Pointer(d), fn) }
+
+// EachText calls fn with each text field of the process.
+func (p *ProcRec) EachText(fn func(*string)) { eachText(procTable, unsafe.Pointer(p), fn) }
+
+// EachTime calls fn with each time field of the process.
+func (p *ProcRec) EachTime(fn func(time.Time)) {
+	for i := range procTable.fields {
+		if f := &procTable.fields[i]; f.c.time {
+			fn(*(*time.Time)(at(unsafe.Pointer(p), f)))
+		}
+	}
+}
+
+func eachText(t *table, base unsafe.Pointer, fn func(*string)) {
+	for i := range t.fields {
+		if f := &t.fields[i]; f.c.text {
+			fn((*string)(at(base, f)))
+		}
+	}
+}
+
+// appendFields appends the fields of t of the record at base, as a
+// keyframe writes them: those tagged omitempty only where not empty.
+func appendFields(b []byte, t *table, base unsafe.Pointer) ([]byte, error) {
+	var err error
+	for i := range t.fields {
+		f := &t.fields[i]
+		p := at(base, f)
+		if f.omitEmpty && f.c.empty(p) {
+			continue
+		}
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f.tag...)
+		b = append(b, '"', ':')
+		if b, err = f.c.add(b, p); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func appendDev(b []byte, d *DevRec) ([]byte, error) {
+	b = append(b, '{')
+	b, err := appendFields(b, devTable, unsafe.Pointer(d))
+	if err != nil {
+		return nil, err
+	}
+	if d.H != nil {
+		b = append(b, `,"h":`...)
+		b = appendSamples(b, *d.H)
+	}
+	if len(d.Procs) > 0 {
+		b = append(b, `,"p":[`...)
+		for j := range d.Procs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendProc(b, &d.Procs[j]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+func appendProc(b []byte, p *ProcRec) ([]byte, error) {
+	b = append(b, '{')
+	b, err := appendFields(b, procTable, unsafe.Pointer(p))
+	if err != nil {
+		return nil, err
+	}
+	if p.H != nil {
+		b = append(b, `,"h":`...)
+		b = appendSamples(b, *p.H)
+	}
+	return append(b, '}'), nil
+}
+
+// appendRecord appends r as one JSON object, as encoding/json writes it.
+func appendRecord(b []byte, r *Record) ([]byte, error) {
+	tb, err := r.T.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `{"t":`...), tb...)
+	if r.Seq != 0 {
+		b = strconv.AppendUint(append(b, `,"seq":`...), r.Seq, 10)
+	}
+	if r.Key {
+		b = append(b, `,"key":true`...)
+	}
+	if r.Interval != 0 {
+		ib, _ := r.Interval.MarshalJSON()
+		b = append(append(b, `,"interval":`...), ib...)
+	}
+	b = append(b, `,"d":`...)
+	if r.Devices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Devices {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendDev(b, &r.Devices[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(r.Warnings) > 0 {
+		wb, err := json.Marshal(r.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"w":`...), wb...)
+	}
+	if r.Err != "" {
+		b = appendString(append(b, `,"err":`...), r.Err)
+	}
+	if r.Stale {
+		b = append(b, `,"stale":true`...)
+	}
+	if r.StaleSince != 0 {
+		b = strconv.AppendInt(append(b, `,"ss":`...), r.StaleSince, 10)
+	}
+	return append(b, '}'), nil
 }
 
 // Sample is one history sample, written as [unix_ns, value].
@@ -216,14 +379,6 @@ func FromUnixNano(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n)
-}
-
-// finite drops values JSON cannot carry (NaN, ±Inf): they become absent.
-func finite(p *float64) *float64 {
-	if p == nil || math.IsNaN(*p) || math.IsInf(*p, 0) {
-		return nil
-	}
-	return p
 }
 
 // DeviceRingCap and ProcessRingCap are the history capacities the sampler

@@ -32,14 +32,16 @@ func inertRecord(r *recorder.Record) {
 	r.Err = inert.String(r.Err)
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		d.ID, d.Err = inert.String(d.ID), inert.String(d.Err)
+		d.EachText(inertString)
 		for j := range d.Procs {
 			p := &d.Procs[j]
-			p.User, p.Command, p.Type, p.Container = inert.String(p.User), inert.String(p.Command), inert.String(p.Type), inert.String(p.Container)
+			p.EachText(inertString)
 			p.Job = inertJob(p.Job)
 		}
 	}
 }
+
+func inertString(s *string) { *s = inert.String(*s) }
 
 func inertStrings(ss []string) {
 	for i, s := range ss {

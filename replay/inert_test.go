@@ -38,3 +38,28 @@ func TestRecordingStringsAreInert(t *testing.T) {
 		}
 	}
 }
+
+// Every text field of a recorded device is made inert, the energy
+// counter's error among them.
+func TestRecordedDeviceTextsAreInert(t *testing.T) {
+	for _, s := range attack.Strings {
+		path := filepath.Join(t.TempDir(), "rec.jsonl")
+		rec := strings.Replace(attack.Recording(s), `"free":75161927680,`, `"free":75161927680,"ene":`+attack.JSON("no counter "+s)+`,`, 1)
+		if err := os.WriteFile(path, []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Load([]string{path}, func(w Warning) { t.Errorf("%q: warning %s", s, w) })
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		for i := range r.Len() {
+			snap := r.Snapshot(i)
+			if e := snap.Devices[0].EnergyError; !strings.HasPrefix(e, "no counter ") {
+				t.Fatalf("%q: snapshot %d: energy error %q", s, i, e)
+			}
+			if err := attack.CheckTexts(snap); err != nil {
+				t.Errorf("snapshot %d of a recording holding %q: %v", i, s, err)
+			}
+		}
+	}
+}

@@ -478,18 +478,16 @@ func (r *Recording) apply(c *cursor, j int, rec recorder.Record, err error) {
 		}
 	}
 	tn := e.t
-	for _, d := range rec.Devices {
-		push(get(seriesKey{dev: d.ID}), d.H, tn, d.Used, true, devCap)
-		for _, p := range d.Procs {
-			ls := p.LastSeen
+	for i := range rec.Devices {
+		d := &rec.Devices[i]
+		push(get(seriesKey{dev: d.ID}), d.H, tn, d.MemoryUsed, true, devCap)
+		for j := range d.Procs {
+			p := &d.Procs[j]
+			ls := recorder.UnixNano(p.LastSeen)
 			if ls == 0 {
 				ls = tn
 			}
-			var used uint64
-			if p.Used != nil {
-				used = *p.Used
-			}
-			push(get(seriesKey{dev: d.ID, pid: p.PID, start: p.Start, proc: true}), p.H, ls, used, p.Used != nil, procCap)
+			push(get(seriesKey{dev: d.ID, pid: p.PID, start: recorder.UnixNano(p.StartTime), proc: true}), p.H, ls, p.Used(), p.UsedBytes != nil, procCap)
 		}
 	}
 	// A series this line does not list has left the sampler too; if it
@@ -510,7 +508,8 @@ func checkTimes(rec *recorder.Record) error {
 	if bad(rec.StaleSince) {
 		return errors.New("its stale-since time is not a time of a recording")
 	}
-	for _, d := range rec.Devices {
+	for i := range rec.Devices {
+		d := &rec.Devices[i]
 		if d.H != nil {
 			for _, s := range *d.H {
 				if !saneNano(s.T) {
@@ -518,8 +517,11 @@ func checkTimes(rec *recorder.Record) error {
 				}
 			}
 		}
-		for _, p := range d.Procs {
-			if bad(p.Start) || bad(p.FirstSeen) || bad(p.LastSeen) {
+		for j := range d.Procs {
+			p := &d.Procs[j]
+			sane := true
+			p.EachTime(func(t time.Time) { sane = sane && !bad(recorder.UnixNano(t)) })
+			if !sane {
 				return fmt.Errorf("process %d: its start, first or last seen time is not a time of a recording", p.PID)
 			}
 			if p.H != nil {
@@ -556,44 +558,34 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 		info[d.ID] = d
 	}
 	tn := e.t
-	for j, d := range rec.Devices {
+	for j := range rec.Devices {
+		d := &rec.Devices[j]
 		di, ok := info[d.ID]
 		if !ok {
 			di = recorder.DeviceInfo{ID: d.ID}
 		}
-		dev := sampler.Device{
-			ID: d.ID, Index: di.Index, Hostname: di.Hostname, Name: di.Name, UUID: di.UUID,
-			PCIBusID: di.PCIBusID, MIGEnabled: di.MIGEnabled, MIG: di.MIG, NoProcessList: di.NoProcessList,
-			MemoryTotal: d.Total, MemoryUsed: d.Used, MemoryFree: d.Free,
-			MemoryReserved: d.Res, Unattributed: d.Unatt, UtilizationPercent: d.Util,
-			TemperatureC: d.Temp, PowerWatts: d.Power, Err: d.Err,
-			SMClockMHz: d.SMClock, MemoryClockMHz: d.MemClock,
-			EnergyMillijoules: d.Energy, EnergyError: d.EnergyErr,
-			History:   c.series[seriesKey{dev: d.ID}].window(devCap),
-			Processes: make([]sampler.Process, len(d.Procs)),
-		}
+		// What the line recorded of the device, what the header says of
+		// it, and what replay rebuilds.
+		dev := d.Device
+		dev.Index, dev.Hostname, dev.Name, dev.UUID = di.Index, di.Hostname, di.Name, di.UUID
+		dev.PCIBusID, dev.MIGEnabled, dev.MIG, dev.NoProcessList = di.PCIBusID, di.MIGEnabled, di.MIG, di.NoProcessList
+		dev.History = c.series[seriesKey{dev: d.ID}].window(devCap)
+		dev.Processes = make([]sampler.Process, len(d.Procs))
 		dev.PeakUsed = dev.History.Max()
 		if d.ListAge >= 0 && !di.NoProcessList {
 			dev.ListedAt = time.Unix(0, tn-d.ListAge)
 		}
-		dev.RecentPeakUsed = d.Used
+		dev.RecentPeakUsed = d.MemoryUsed
 		if d.RecentPeak != nil {
 			dev.RecentPeakUsed = *d.RecentPeak
 		}
-		for k, p := range d.Procs {
-			ls := p.LastSeen
-			if ls == 0 {
-				ls = tn
+		for k := range d.Procs {
+			dev.Processes[k] = d.Procs[k].Process
+			p := &dev.Processes[k]
+			if p.LastSeen.IsZero() {
+				p.LastSeen = time.Unix(0, tn)
 			}
-			dev.Processes[k] = sampler.Process{
-				PID: p.PID, User: p.User, UID: p.UID, Command: p.Command, UsedBytes: p.Used,
-				Type: p.Type, Container: p.Container, Visible: p.Visible,
-				Job: p.Job, CPUPercent: p.CPU, HostMemoryBytes: p.HostMem,
-				StartTime: recorder.FromUnixNano(p.Start), UtilizationPercent: p.Util,
-				FirstSeen: recorder.FromUnixNano(p.FirstSeen), LastSeen: time.Unix(0, ls),
-				PeakBytes: p.Peak, Exited: p.Exited,
-				History: c.series[seriesKey{dev: d.ID, pid: p.PID, start: p.Start, proc: true}].window(procCap),
-			}
+			p.History = c.series[seriesKey{dev: d.ID, pid: p.PID, start: recorder.UnixNano(p.StartTime), proc: true}].window(procCap)
 		}
 		snap.Devices[j] = dev
 	}

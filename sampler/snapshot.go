@@ -61,11 +61,16 @@ type ReportedAlert struct {
 
 // Device is one GPU, or one MIG instance of a GPU. Optional values are nil
 // where the device does not support them: absent, never zero.
+//
+// As for a Process, json names a field in `vramtop --json` and rec in a
+// recording's lines (a field without one is not recorded there; the static
+// ones are in its header, DeviceInfo). RecentPeakUsed and ListedAt are
+// recorded relative to the line (recorder.DevRec).
 type Device struct {
 	// ID is the stable key of the device in this source: "0" for GPU 0,
 	// "0/3" for GPU instance 3 of GPU 0 in MIG mode. Fleet IDs are
 	// prefixed with the host: "node1:0".
-	ID    string `json:"id"`
+	ID    string `json:"id" rec:"id"`
 	Index int    `json:"index"`
 	// Hostname is set when devices of several hosts share one snapshot (fleet).
 	Hostname string `json:"hostname,omitempty"`
@@ -73,30 +78,30 @@ type Device struct {
 	UUID     string `json:"uuid,omitempty"`
 	PCIBusID string `json:"pci_bus_id,omitempty"`
 
-	MemoryTotal uint64 `json:"memory_total_bytes"`
-	MemoryUsed  uint64 `json:"memory_used_bytes"`
-	MemoryFree  uint64 `json:"memory_free_bytes"`
+	MemoryTotal uint64 `json:"memory_total_bytes" rec:"tot"`
+	MemoryUsed  uint64 `json:"memory_used_bytes" rec:"used"`
+	MemoryFree  uint64 `json:"memory_free_bytes" rec:"free"`
 	// MemoryReserved is the driver's reservation (GetMemoryInfo_v2); nil
 	// where only the v1 call is supported.
-	MemoryReserved *uint64 `json:"memory_reserved_bytes,omitempty"`
+	MemoryReserved *uint64 `json:"memory_reserved_bytes,omitempty" rec:"res,omitempty"`
 	// Unattributed is used memory that no listed process accounts for:
 	// processes in other containers or PID namespaces, leaked contexts, the
 	// driver. Nil when it cannot be computed (a process with unknown usage).
-	Unattributed *uint64 `json:"unattributed_bytes,omitempty"`
+	Unattributed *uint64 `json:"unattributed_bytes,omitempty" rec:"una,omitempty"`
 
-	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
-	TemperatureC       *int     `json:"temperature_celsius,omitempty"`
-	PowerWatts         *float64 `json:"power_watts,omitempty"`
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty" rec:"util,omitempty"`
+	TemperatureC       *int     `json:"temperature_celsius,omitempty" rec:"temp,omitempty"`
+	PowerWatts         *float64 `json:"power_watts,omitempty" rec:"pw,omitempty"`
 	// EnergyMillijoules is the GPU's total-energy counter: millijoules
 	// since the driver loaded (it starts again after a driver reload or a
 	// GPU reset). It is read with the power, so successive snapshots may
 	// carry the same reading. Nil where the GPU has none; EnergyError
 	// says why where reading it failed.
-	EnergyMillijoules *uint64 `json:"energy_millijoules,omitempty"`
-	EnergyError       string  `json:"energy_error,omitempty"`
+	EnergyMillijoules *uint64 `json:"energy_millijoules,omitempty" rec:"en,omitempty"`
+	EnergyError       string  `json:"energy_error,omitempty" rec:"ene,omitempty"`
 	// SMClockMHz and MemoryClockMHz are the current SM and memory clocks.
-	SMClockMHz     *int `json:"sm_clock_mhz,omitempty"`
-	MemoryClockMHz *int `json:"memory_clock_mhz,omitempty"`
+	SMClockMHz     *int `json:"sm_clock_mhz,omitempty" rec:"smc,omitempty"`
+	MemoryClockMHz *int `json:"memory_clock_mhz,omitempty" rec:"mc,omitempty"`
 
 	// MIGEnabled is true on a GPU in MIG mode; its memory and processes
 	// then belong to the MIG instances listed after it.
@@ -126,7 +131,7 @@ type Device struct {
 
 	// Err marks a device that failed this poll (lost, no permission, ...);
 	// the other devices keep reporting.
-	Err string `json:"error,omitempty"`
+	Err string `json:"error,omitempty" rec:"err,omitempty"`
 
 	// History is the device's used memory over the history window.
 	History Window `json:"-"`

@@ -44,16 +44,18 @@ func AddRecording(ctx context.Context, a *Accounter, paths []string, warn func(r
 			s.Interval = sampler.DefaultInterval
 		}
 		s.Devices = s.Devices[:0]
-		for _, d := range rec.Devices {
+		for i := range rec.Devices {
+			d := &rec.Devices[i]
 			if d.Err != "" || skip[d.ID] {
 				continue
 			}
-			dev := Device{ID: d.ID, Total: d.Total, Used: d.Used, Util: d.Util}
-			for _, p := range d.Procs {
-				if p.Exited || p.Used == nil {
+			dev := Device{ID: d.ID, Total: d.MemoryTotal, Used: d.MemoryUsed, Util: d.UtilizationPercent}
+			for j := range d.Procs {
+				p := &d.Procs[j]
+				if p.Exited || p.UsedBytes == nil {
 					continue
 				}
-				dev.Procs = append(dev.Procs, Proc{User: p.User, Job: JobName(p.Job, p.Container), Used: *p.Used, Util: p.Util})
+				dev.Procs = append(dev.Procs, Proc{User: p.User, Job: JobName(p.Job, p.Container), Used: *p.UsedBytes, Util: p.UtilizationPercent})
 			}
 			s.Devices = append(s.Devices, dev)
 		}
