@@ -32,6 +32,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", 10*time.Second, "how long one round of queries to Prometheus may take (--once ends within it)")
 	var th thresholdFlags
 	th.add(fs, "")
+	onAlert := fs.String("on-alert", "", viewOnAlertUsage+"; the JSON's hostname is the GPU's host")
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
@@ -74,6 +75,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if *once {
+		onceIgnoresHook(stderr, "vramtop fleet", *onAlert, "")
 		src.WaitFirst(ctx)
 		snap := s.Once()
 		s.Close()
@@ -98,12 +100,15 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	}
 	ls := beginLive(false, false)
+	onAlerts, endHook := startViewHook(ctx, *onAlert, "", "vramtop fleet")
 	err = runLive(ctx, s, ls, ui.Options{
 		Thresholds: th.Thresholds,
 		Version:    version,
 		Title:      "vramtop fleet",
 		User:       currentUser(),
+		OnAlerts:   onAlerts,
 	})
+	endHook(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 		return 1

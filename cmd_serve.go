@@ -1,18 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/alerthook"
 	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/exporter"
+	"github.com/vramtop/vramtop/sampler"
 )
 
 // defaultListen is loopback only: exporting to other hosts is a choice
@@ -121,4 +124,86 @@ func startAlertHook(ctx context.Context, cmd, hostname, name string, stderr io.W
 	r := alerthook.New(cmd, alerthook.Options{Hostname: hostname, Stderr: stderr, Name: name})
 	go func() { r.Run(ctx); close(ch) }()
 	return r.Notify, ch
+}
+
+// viewOnAlertUsage is --on-alert's help in a full-screen view.
+const viewOnAlertUsage = "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts; its output goes to /dev/null, not over the screen (its failures are listed when the view ends)"
+
+// onceIgnoresHook says that --on-alert has nothing to do in a one-shot
+// table (--once, or a stdout that is not a terminal).
+// hint, when not empty, says what does watch without a screen.
+func onceIgnoresHook(stderr io.Writer, name, cmd, hint string) {
+	if cmd != "" {
+		fmt.Fprintf(stderr, "%s: --on-alert runs its command only in the live view, not for the one-shot table (--once, or an output that is not a terminal)%s\n", name, hint)
+	}
+}
+
+// startViewHook is --on-alert for a full-screen view (the live view, the
+// fleet), whose screen nothing else may write on: the command's output goes
+// to /dev/null, and the runner's warnings (a command that failed or ran too
+// long, an alert dropped) are kept, the first maxViewWarnings of them, for
+// finish to print once the view has given the terminal back. onAlerts takes
+// the snapshots the view judges and their alerts (ui.Options.OnAlerts);
+// each alert's event names the host of its device (a fleet's host) or,
+// where the device has none, hostname (none when ""). finish
+// stops the runner. Without cmd, onAlerts is nil and finish does nothing.
+func startViewHook(ctx context.Context, cmd, hostname, name string) (onAlerts func(sampler.Snapshot, []advisor.Alert), finish func(stderr io.Writer)) {
+	if cmd == "" {
+		return nil, func(io.Writer) {}
+	}
+	warnings := &keptWarnings{}
+	r := alerthook.New(cmd, alerthook.Options{Hostname: hostname, Stderr: warnings, Output: io.Discard, Name: name})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	onAlerts = func(snap sampler.Snapshot, alerts []advisor.Alert) {
+		r.NotifyHosts(alerts, func(a advisor.Alert) string {
+			for _, d := range snap.Devices {
+				if d.ID == a.DeviceID {
+					return d.Hostname
+				}
+			}
+			return ""
+		})
+	}
+	finish = func(stderr io.Writer) {
+		cancel()
+		<-done
+		warnings.writeTo(stderr, name)
+	}
+	return onAlerts, finish
+}
+
+// maxViewWarnings is how many of the hook's warnings a view keeps for the
+// end; the rest are counted.
+const maxViewWarnings = 20
+
+// keptWarnings keeps the first maxViewWarnings writes (the runner writes a
+// warning in one) and counts the rest.
+type keptWarnings struct {
+	mu   sync.Mutex
+	kept [][]byte
+	more int
+}
+
+func (k *keptWarnings) Write(b []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.kept) < maxViewWarnings {
+		k.kept = append(k.kept, bytes.Clone(b))
+	} else {
+		k.more++
+	}
+	return len(b), nil
+}
+
+func (k *keptWarnings) writeTo(w io.Writer, name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, b := range k.kept {
+		w.Write(b)
+	}
+	if k.more > 0 {
+		fmt.Fprintf(w, "%s: --on-alert: %d more warnings left out\n", name, k.more)
+	}
 }

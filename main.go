@@ -324,6 +324,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	th.add(fs, "")
 	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
 	notify := fs.Bool("notify", false, "desktop notifications through the terminal (OSC 9/777, the bell elsewhere) when a GPU turns critical, a leak or time-to-full alert starts, or a GPU watched with w is free")
+	onAlert := fs.String("on-alert", "", viewOnAlertUsage)
 	if code, ok := parseNoArgs(fs, args, stderr, " (see vramtop --help)"); !ok {
 		return code
 	}
@@ -349,6 +350,7 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *once {
+		onceIgnoresHook(stderr, "vramtop", *onAlert, "; vramtop serve --on-alert CMD watches without a screen")
 		snap := s.Once()
 		s.Close()
 		if !writeOutput(stdout, stderr, "vramtop", func(w io.Writer) error {
@@ -366,6 +368,11 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sf.demo == "on" {
 		me = demo.User
 	}
+	host := sf.host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	onAlerts, endHook := startViewHook(ctx, *onAlert, host, "vramtop")
 	err := runLive(ctx, s, ls, ui.Options{
 		Thresholds:  th.Thresholds,
 		Bell:        *bell,
@@ -374,7 +381,9 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Version:     version,
 		User:        me,
 		Claim:       watchClaims(ctx),
+		OnAlerts:    onAlerts,
 	})
+	endHook(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop: %v\n", err)
 		return 1

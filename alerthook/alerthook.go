@@ -9,6 +9,7 @@ package alerthook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,8 +38,13 @@ type Options struct {
 	// QueueLen is how many alerts may wait for the command;
 	// DefaultQueueLen when 0.
 	QueueLen int
-	// Stderr receives the command's output and the runner's warnings.
+	// Stderr receives the runner's warnings, and the command's output
+	// unless Output is set.
 	Stderr io.Writer
+	// Output receives the command's standard output and error; Stderr
+	// when nil. io.Discard connects them to /dev/null: a full-screen view
+	// must not have a command's output written over it.
+	Output io.Writer
 	// Name prefixes warnings ("vramtop serve").
 	Name string
 }
@@ -107,7 +113,12 @@ func New(cmd string, opts Options) *Runner {
 
 // Notify takes the alerts in force after a snapshot and queues those that
 // were not in force after the previous one. It never blocks.
-func (r *Runner) Notify(alerts []advisor.Alert) {
+func (r *Runner) Notify(alerts []advisor.Alert) { r.NotifyHosts(alerts, nil) }
+
+// NotifyHosts is Notify where the alerts are of several hosts (a fleet):
+// host names the host of each alert's device for its event; Options'
+// Hostname where it returns "" or host is nil.
+func (r *Runner) NotifyHosts(alerts []advisor.Alert, host func(advisor.Alert) string) {
 	clear(r.next)
 	for _, a := range alerts {
 		k := key{a.Rule, a.DeviceID, a.PID}
@@ -118,8 +129,12 @@ func (r *Runner) Notify(alerts []advisor.Alert) {
 		if r.active[k] {
 			continue
 		}
+		ev := Event{Hostname: r.opts.Hostname, Alert: a}
+		if host != nil {
+			ev.Hostname = cmp.Or(host(a), ev.Hostname)
+		}
 		select {
-		case r.queue <- Event{Hostname: r.opts.Hostname, Alert: a}:
+		case r.queue <- ev:
 		default:
 			n := r.dropped.Add(1)
 			r.warnf("--on-alert: %d alerts waiting already; dropped %s on %s (%d dropped so far)", r.opts.QueueLen, a.Rule, a.DeviceID, n)
@@ -160,17 +175,23 @@ func (r *Runner) runOne(ctx context.Context, ev Event) {
 	inGroup(c)
 	c.Stdin = bytes.NewReader(append(doc, '\n'))
 	out := &headTail{}
-	c.Stdout, c.Stderr = out, out
+	if r.opts.Output != io.Discard {
+		c.Stdout, c.Stderr = out, out
+	}
 	// A child that keeps the output open does not keep the runner.
 	c.WaitDelay = time.Second
 	err = c.Run()
 	if out.n > 0 {
-		r.outMu.Lock()
-		r.opts.Stderr.Write(out.head)
-		if left := out.n - int64(len(out.head)+len(out.tail)); left > 0 {
-			fmt.Fprintf(r.opts.Stderr, "\n%s: --on-alert: %d bytes of the command's output left out (its first and last %d KiB are kept)\n", r.opts.Name, left, keepOutput>>10)
+		w := r.opts.Output
+		if w == nil {
+			w = r.opts.Stderr
 		}
-		r.opts.Stderr.Write(out.tail)
+		r.outMu.Lock()
+		w.Write(out.head)
+		if left := out.n - int64(len(out.head)+len(out.tail)); left > 0 {
+			fmt.Fprintf(w, "\n%s: --on-alert: %d bytes of the command's output left out (its first and last %d KiB are kept)\n", r.opts.Name, left, keepOutput>>10)
+		}
+		w.Write(out.tail)
 		r.outMu.Unlock()
 	}
 	switch {

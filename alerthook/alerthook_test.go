@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,5 +179,62 @@ func TestOutputBounded(t *testing.T) {
 		!strings.Contains(s, "vramtop serve: --on-alert: 19991") {
 		head, tail := s[:min(len(s), 80)], s[max(0, len(s)-80):]
 		t.Errorf("%d bytes logged (%q … %q); want at most %d: the start, the end and how much was left out", len(s), head, tail, 12<<10)
+	}
+}
+
+// TestNotifyHostsNamesEachAlertsHost: alerts of several hosts (a fleet)
+// each carry the host of their device; one host may not say, and then the
+// runner's own name is given.
+func TestNotifyHostsNamesEachAlertsHost(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "alerts.jsonl")
+	r := New("cat >> "+out, Options{Hostname: "prometheus-host"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	a := advisor.Alert{Rule: "threshold", Severity: advisor.Warn, DeviceID: "node1:0"}
+	b := advisor.Alert{Rule: "threshold", Severity: advisor.Warn, DeviceID: "node2:3"}
+	c := advisor.Alert{Rule: "threshold", Severity: advisor.Warn, DeviceID: "x"}
+	r.NotifyHosts([]advisor.Alert{a, b, c}, func(a advisor.Alert) string {
+		host, _, _ := strings.Cut(a.DeviceID, ":")
+		if host == a.DeviceID {
+			return ""
+		}
+		return host
+	})
+	waitFor(t, "three runs", func() bool { return r.Ran() == 3 })
+	var got []string
+	for _, ev := range readEvents(t, out) {
+		got = append(got, ev.Hostname+" "+ev.DeviceID)
+	}
+	if want := "node1 node1:0,node2 node2:3,prometheus-host x"; strings.Join(got, ",") != want {
+		t.Errorf("events of %q, want %q", got, want)
+	}
+}
+
+// TestDiscardedOutput: with Output io.Discard (the live view, whose screen
+// the command must not write over) the command's output goes nowhere and
+// the runner's warnings still go to Stderr.
+func TestDiscardedOutput(t *testing.T) {
+	dir := t.TempDir()
+	var stderr syncBuf
+	r := New(`echo to-stdout; echo to-stderr >&2; o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); echo "$o $e" > `+dir+`/fds; exit 3`,
+		Options{Stderr: &stderr, Output: io.Discard, Name: "vramtop"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r.Notify([]advisor.Alert{full})
+	waitFor(t, "one run", func() bool { return r.Ran() == 1 })
+	s := stderr.String()
+	if strings.Contains(s, "to-std") {
+		t.Errorf("the command's output reached stderr: %q", s)
+	}
+	if !strings.Contains(s, "vramtop: --on-alert: the command for threshold on 0: exit status 3") {
+		t.Errorf("stderr %q, want the warning that the command failed", s)
+	}
+	if fds, err := os.ReadFile(dir + "/fds"); err != nil || strings.Count(string(fds), "/dev/null") != 2 {
+		t.Errorf("the command's stdout and stderr should be /dev/null:\n%s", fds)
 	}
 }

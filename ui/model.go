@@ -421,6 +421,9 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 		// A first snapshot without its processes is shown, not judged: the
 		// rules and notifications wait for the lists, a moment later.
 		alerts = m.observe(s)
+		if m.opts.OnAlerts != nil {
+			m.opts.OnAlerts(s, alerts)
+		}
 		if m.opts.Bell && m.newCrit(alerts) {
 			cmds = append(cmds, tea.Raw("\a"))
 		}

@@ -50,6 +50,10 @@ type Options struct {
 	// "" when the list of hosts is back (the fleet then reads that host's
 	// processes only). It must return at once.
 	OpenHost func(host string)
+	// OnAlerts, when set, is given each snapshot the rules judge and the
+	// alerts in force after it, the ones the view shows (--on-alert). It
+	// is called from the view's goroutine and must return at once.
+	OnAlerts func(sampler.Snapshot, []advisor.Alert)
 }
 
 // ReplayControl drives a replay. The UI calls it from its own goroutine;
