@@ -343,19 +343,38 @@ func BenchmarkNewRoot(b *testing.B) {
 // The README's key table is the help screen's (ui.KeyTable), as the man
 // page's KEYS section is.
 func TestREADMEKeyTable(t *testing.T) {
+	checkREADMEBlock(t, "keys", readmeKeys(), "key table is not the help screen's")
+	man := manPage()
+	keys := man[strings.Index(man, ".SH KEYS"):]
+	for _, r := range ui.KeyTable() {
+		if !strings.Contains(keys, r.Keys) || !strings.Contains(keys, r.Does) {
+			t.Errorf("the man page's KEYS lack %q (%s)", r.Keys, r.Does)
+		}
+	}
+}
+
+// The README's legend of the process table's columns is the help screen's
+// (ui.ColumnTable).
+func TestREADMEColumnLegend(t *testing.T) {
+	checkREADMEBlock(t, "columns", readmeColumns(), "column legend is not the help screen's")
+}
+
+// checkREADMEBlock checks that the README's block between "<!-- name: …
+// -->" and "<!-- /name -->" is want; VRAMTOP_UPDATE_README=1 writes it.
+func checkREADMEBlock(t *testing.T, name, want, drift string) {
+	t.Helper()
 	raw, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(raw)
-	const open, end = "<!-- keys:", "<!-- /keys -->"
+	open, end := "<!-- "+name+":", "<!-- /"+name+" -->"
 	i := strings.Index(readme, open)
 	j := strings.Index(readme, end)
 	if i < 0 || j < i {
 		t.Fatalf("README.md has no %q … %q section", open, end)
 	}
 	i += strings.Index(readme[i:], "-->\n") + len("-->\n")
-	want := readmeKeys()
 	if got := readme[i:j]; got != want {
 		if os.Getenv("VRAMTOP_UPDATE_README") == "1" {
 			if err := os.WriteFile("README.md", []byte(readme[:i]+want+readme[j:]), 0o644); err != nil {
@@ -363,13 +382,6 @@ func TestREADMEKeyTable(t *testing.T) {
 			}
 			return
 		}
-		t.Errorf("README.md's key table is not the help screen's; want:\n%s\ngot:\n%s", want, got)
-	}
-	man := manPage()
-	keys := man[strings.Index(man, ".SH KEYS"):]
-	for _, r := range ui.KeyTable() {
-		if !strings.Contains(keys, r.Keys) || !strings.Contains(keys, r.Does) {
-			t.Errorf("the man page's KEYS lack %q (%s)", r.Keys, r.Does)
-		}
+		t.Errorf("README.md's %s (VRAMTOP_UPDATE_README=1 go test -run %s rewrites it); want:\n%s\ngot:\n%s", drift, t.Name(), want, got)
 	}
 }

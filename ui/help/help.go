@@ -86,12 +86,6 @@ func (h *Screen) View() string {
 	return h.pg.View() + "\n" + h.ctx.Styles.Dim.Render(draw.Fit(h.pg.ScrollLine()+" · ? or esc: close", h.width))
 }
 
-// columnLegend says what each column of the process table holds; the
-// README's legend is checked against it.
-const columnLegend = "MEM the process's GPU memory · GMEM% its share of its GPU's memory · GPU% its SM utilization " +
-	"(nvtop's GPU%, nvitop's %SM) · PEAK the most it held · CPU% host CPU (100 = one core) · RSS host memory · AGE since it started · " +
-	"▼ the sort column, ▲ reversed (I)"
-
 // content is the key list, in as many columns as the width takes, and the
 // legend of the marks.
 func (h *Screen) content() string {
@@ -115,7 +109,7 @@ func (h *Screen) content() string {
 		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
 		"",
 		st.Title.Render("What the columns hold"),
-		columnLegend,
+		common.ColumnLegend(),
 	}, "\n")
 	title := st.Title.Render(h.ctx.Title+" — keys") + st.Dim.Render("   (? or esc to close)")
 	// As many columns of keys as the width takes.

@@ -1,6 +1,11 @@
 package procs
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/vramtop/vramtop/ui/common"
+)
 
 func TestCompareIDs(t *testing.T) {
 	ordered := []string{"0", "0/1", "0/2", "0/10", "1", "2", "10", "11", "node-a:2", "node-a:10", "node-b:0"}
@@ -21,4 +26,14 @@ func cmpInt(a, b int) int {
 		return 1
 	}
 	return 0
+}
+
+// The help screen's legend names the process table's columns: each column
+// it explains is one of the table's.
+func TestColumnLegendNamesTheTablesColumns(t *testing.T) {
+	for _, c := range common.ColumnTable() {
+		if !slices.ContainsFunc(procColumns, func(col procColumn) bool { return col.title == c.Name }) {
+			t.Errorf("the legend explains %s, which the process table does not have", c.Name)
+		}
+	}
 }
