@@ -239,8 +239,11 @@ func (e Explanation) writeRemedies(b *strings.Builder, width int, all bool) {
 			if r.Covers {
 				mark = "✓"
 			}
-			line := fmt.Sprintf("%2d. %s %s. Saving: %s. Cost: %s.", i+1, mark, r.Name, r.Saving, r.Cost)
-			b.WriteString(wrapAfter(" ", line, width, indent))
+			// The number and the mark are the line's prefix, not words to
+			// wrap: a remedy without ✓ keeps its blank, so every name
+			// starts in the column of the indent.
+			head := fmt.Sprintf("%2d. %s ", i+1, mark)
+			b.WriteString(wrapAfter(head, fmt.Sprintf("%s. Saving: %s. Cost: %s.", r.Name, r.Saving, r.Cost), width, indent))
 			if r.How != "" {
 				b.WriteString(wrapAfter(indent, r.How, width, indent))
 			}

@@ -107,3 +107,37 @@ func TestExplainTextAll(t *testing.T) {
 		t.Errorf("--all still hides some:\n%s", full)
 	}
 }
+
+// Every remedy's name starts in the same column, whether the ✓ is there
+// or not, and so does each of its further lines (" 6.   keep …", not
+// " 6. keep …" under " 5. ✓ model …").
+func TestExplainRemediesAligned(t *testing.T) {
+	head := regexp.MustCompile(`^ ?([0-9]+)\. (✓| ) (\S)`)
+	for name, log := range explainCorpus(t) {
+		e := Explain(log)
+		if len(e.Remedies) == 0 {
+			continue
+		}
+		txt := e.TextWith(TextOptions{Width: 100, All: true})
+		_, list, _ := strings.Cut(txt, "What to try")
+		n := 0
+		for _, line := range strings.Split(list, "\n")[1:] {
+			if line == "" {
+				break
+			}
+			if m := head.FindStringSubmatch(line); m != nil {
+				n++
+				if col := ansi.StringWidth(line[:strings.Index(line, m[3])]); col != 6 {
+					t.Errorf("%s: remedy %s's name starts at column %d, want 6:\n%s", name, m[1], col, list)
+				}
+				continue
+			}
+			if !strings.HasPrefix(line, "      ") || line[6] == ' ' {
+				t.Errorf("%s: a remedy's further line is not indented to its name:\n%q", name, line)
+			}
+		}
+		if n != len(e.Remedies) {
+			t.Errorf("%s: %d remedies, %d numbered lines:\n%s", name, len(e.Remedies), n, list)
+		}
+	}
+}
