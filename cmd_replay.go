@@ -49,59 +49,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "vramtop replay: note: older parts of this recording exist (%s.1 …); name them too to replay them\n", files[0])
 		}
 	}
-	// Warnings are printed as they come, while reading and while
-	// snapshots are rebuilt, the first maxReplayWarnings one by one.
-	nwarn, inView := 0, false
-	warn := func(w replay.Warning) {
-		if inView {
-			return // the live view has the terminal
-		}
-		if nwarn++; nwarn <= maxReplayWarnings {
-			fmt.Fprintf(stderr, "vramtop replay: warning: %s\n", w)
-		}
-	}
-	// Reading waits on its input (a FIFO with no writer yet, a slow
-	// pipe); a signal ends the wait at once.
-	type opened struct {
-		rec *replay.Recording
-		err error
-	}
-	loaded := make(chan opened, 1)
-	var mu sync.Mutex
-	// The live view from the start of one file shows its first frame
-	// while the rest is indexed.
 	background := !*once && *at == "" && len(files) == 1 && fullScreenOK(stdout, os.Getenv("TERM"))
-	go func() {
-		w := func(w replay.Warning) { mu.Lock(); warn(w); mu.Unlock() }
-		var o opened
-		if background {
-			o.rec, o.err = replay.OpenBackground(ctx, files[0], w)
-		} else {
-			o.rec, o.err = replay.Open(ctx, files, w)
-		}
-		loaded <- o
-	}()
-	var rec *replay.Recording
-	var err error
-	select {
-	case <-ctx.Done():
-		code, _ := signalStatus(ctx)
-		fmt.Fprintln(stderr, "vramtop replay: interrupted")
+	l := &replayLoad{stderr: stderr}
+	rec, code, ok := l.open(ctx, files, background)
+	if !ok {
 		return code
-	case o := <-loaded:
-		rec, err = o.rec, o.err
-	}
-	mu.Lock()
-	if nwarn > maxReplayWarnings {
-		fmt.Fprintf(stderr, "vramtop replay: … and %d more damaged lines skipped\n", nwarn-maxReplayWarnings)
-	}
-	mu.Unlock()
-	if err != nil {
-		fmt.Fprintf(stderr, "vramtop replay: %v\n", err)
-		return 1
 	}
 	defer rec.Close()
 	var moment time.Time
+	var err error
 	if *at != "" {
 		if moment, err = replay.ParseMoment(*at, rec); err != nil {
 			fmt.Fprintf(stderr, "vramtop replay: --at %v\n", err)
@@ -125,9 +81,80 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 0
 	}
 
-	mu.Lock()
-	inView = true
-	mu.Unlock()
+	l.quiet()
+	return viewReplay(ctx, rec, moment, files, th, stderr)
+}
+
+// replayLoad reads a recording, printing its damaged-line warnings as
+// they come (while reading and while snapshots are rebuilt), the first
+// maxReplayWarnings one by one, until the live view has the terminal.
+type replayLoad struct {
+	stderr io.Writer
+	mu     sync.Mutex
+	nwarn  int
+	inView bool
+}
+
+func (l *replayLoad) warn(w replay.Warning) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inView {
+		return // the live view has the terminal
+	}
+	if l.nwarn++; l.nwarn <= maxReplayWarnings {
+		fmt.Fprintf(l.stderr, "vramtop replay: warning: %s\n", w)
+	}
+}
+
+// quiet stops the warnings: the live view takes the terminal.
+func (l *replayLoad) quiet() {
+	l.mu.Lock()
+	l.inView = true
+	l.mu.Unlock()
+}
+
+// open reads the files, all of them before it returns, or (background)
+// the start of one file, indexing the rest while the live view shows the
+// first frame. Reading waits on its input (a FIFO with no writer yet, a
+// slow pipe); a signal ends the wait at once.
+func (l *replayLoad) open(ctx context.Context, files []string, background bool) (*replay.Recording, int, bool) {
+	type opened struct {
+		rec *replay.Recording
+		err error
+	}
+	loaded := make(chan opened, 1)
+	go func() {
+		var o opened
+		if background {
+			o.rec, o.err = replay.OpenBackground(ctx, files[0], l.warn)
+		} else {
+			o.rec, o.err = replay.Open(ctx, files, l.warn)
+		}
+		loaded <- o
+	}()
+	var o opened
+	select {
+	case <-ctx.Done():
+		code, _ := signalStatus(ctx)
+		fmt.Fprintln(l.stderr, "vramtop replay: interrupted")
+		return nil, code, false
+	case o = <-loaded:
+	}
+	l.mu.Lock()
+	if l.nwarn > maxReplayWarnings {
+		fmt.Fprintf(l.stderr, "vramtop replay: … and %d more damaged lines skipped\n", l.nwarn-maxReplayWarnings)
+	}
+	l.mu.Unlock()
+	if o.err != nil {
+		fmt.Fprintf(l.stderr, "vramtop replay: %v\n", o.err)
+		return nil, 1, false
+	}
+	return o.rec, 0, true
+}
+
+// viewReplay plays rec in the live view from moment (the start where
+// zero) until the user quits or a signal comes.
+func viewReplay(ctx context.Context, rec *replay.Recording, moment time.Time, files []string, th thresholdFlags, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := replay.NewPlayer(rec, moment, moment.IsZero())
@@ -148,7 +175,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			os.Stdin = tty
 		}
 	}
-	err = ui.Run(ctx, p.Snapshots(), ui.Options{
+	err := ui.Run(ctx, p.Snapshots(), ui.Options{
 		Thresholds: th.Thresholds,
 		Version:    version,
 		User:       me,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/replay"
 	"github.com/vramtop/vramtop/units"
@@ -29,14 +30,15 @@ const usageHead = "Usage: vramtop usage [RECORDING ...] [flags]\n       vramtop 
 
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("vramtop usage", usageHead, stderr)
-	since := fs.String("since", "", "the window's start: a `time` (2026-03-14, 2026-03-14 09:00, RFC 3339) or how long before --until (7d, 12h); with --prometheus 1d by default")
-	until := fs.String("until", "", "the window's end: a `time`, or how long before now (1h); now when --since is a duration or with --prometheus")
-	asJSON := fs.Bool("json", false, "print one JSON document (docs/schema/usage.schema.json)")
-	asCSV := fs.Bool("csv", false, "print CSV: one row per user and per job")
-	idle := fs.Float64("idle-below", usage.DefaultIdleBelow, "utilization (`percent`) under which memory is held idle")
-	promURL := fs.String("prometheus", "", "read the series vramtop serve exports from Prometheus at `URL` instead of recordings")
-	step := fs.Duration("step", 0, "with --prometheus: the resolution (default: 1m, coarser for windows past a week)")
-	timeout := fs.Duration("timeout", 30*time.Second, "with --prometheus: how long each query may take")
+	var f usageFlags
+	f.since = fs.String("since", "", "the window's start: a `time` (2026-03-14, 2026-03-14 09:00, RFC 3339) or how long before --until (7d, 12h); with --prometheus 1d by default")
+	f.until = fs.String("until", "", "the window's end: a `time`, or how long before now (1h); now when --since is a duration or with --prometheus")
+	f.asJSON = fs.Bool("json", false, "print one JSON document (docs/schema/usage.schema.json)")
+	f.asCSV = fs.Bool("csv", false, "print CSV: one row per user and per job")
+	f.idle = fs.Float64("idle-below", usage.DefaultIdleBelow, "utilization (`percent`) under which memory is held idle")
+	f.promURL = fs.String("prometheus", "", "read the series vramtop serve exports from Prometheus at `URL` instead of recordings")
+	f.step = fs.Duration("step", 0, "with --prometheus: the resolution (default: 1m, coarser for windows past a week)")
+	f.timeout = fs.Duration("timeout", 30*time.Second, "with --prometheus: how long each query may take")
 	files, code, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
 		return code
@@ -45,90 +47,113 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "vramtop usage: "+format+"\n", a...)
 		return exitUsage
 	}
-	if *asJSON && *asCSV {
-		return fail("--json and --csv: choose one")
+	if msg := f.check(fs, files); msg != "" {
+		return fail("%s", msg)
 	}
-	if *idle <= 0 || *idle > 100 {
-		return fail("--idle-below %s: want a utilization above 0%% and at most 100%%", fs.Lookup("idle-below").Value)
-	}
-	if *promURL != "" && len(files) > 0 {
-		return fail("read recordings or --prometheus, not both")
-	}
-	if *promURL == "" && len(files) == 0 {
-		return fail("name the recordings to account for (vramtop usage FILE ...), or --prometheus URL")
-	}
-	if *promURL == "" && (fs.Changed("step") || fs.Changed("timeout")) {
-		return fail("--step and --timeout go with --prometheus")
-	}
-	now := time.Now()
-	from, to, err := usageWindow(*since, *until, now, *promURL != "")
+	from, to, err := usageWindow(*f.since, *f.until, time.Now(), *f.promURL != "")
 	if err != nil {
 		return fail("%v", err)
 	}
-	opts := usage.Options{Since: from, Until: to, IdleBelow: *idle}
-	a := usage.New(opts)
-	if *promURL != "" {
-		u, err := prometheusURL(*promURL)
+	a := usage.New(usage.Options{Since: from, Until: to, IdleBelow: *f.idle})
+	if *f.promURL != "" {
+		u, err := prometheusURL(*f.promURL)
 		if err != nil {
 			return fail("%v", err)
 		}
-		if *step < 0 || fs.Changed("step") && *step < time.Second {
-			return fail("--step %v: want 1s or more", *step)
+		err = usage.AddPrometheus(ctx, a, usage.PromOptions{URL: u, Since: from, Until: to, Step: *f.step, Timeout: *f.timeout})
+		if code, failed := usageReadFailed(ctx, err, stderr); failed {
+			return code
 		}
-		if *timeout <= 0 {
-			return fail("--timeout %v: want a positive duration", *timeout)
-		}
-		if err := usage.AddPrometheus(ctx, a, usage.PromOptions{URL: u, Since: from, Until: to, Step: *step, Timeout: *timeout}); err != nil {
-			if code, ok := signalStatus(ctx); ok {
-				fmt.Fprintln(stderr, "vramtop usage: interrupted")
-				return code
-			}
-			fmt.Fprintf(stderr, "vramtop usage: %v\n", err)
-			return 1
-		}
-	} else {
-		nwarn := 0
-		warn := func(w replay.Warning) {
-			if nwarn++; nwarn <= maxReplayWarnings {
-				fmt.Fprintf(stderr, "vramtop usage: warning: %s\n", w)
-			}
-		}
-		err := usage.AddRecording(ctx, a, files, warn)
-		if nwarn > maxReplayWarnings {
-			fmt.Fprintf(stderr, "vramtop usage: … and %d more damaged lines skipped\n", nwarn-maxReplayWarnings)
-		}
-		if err != nil {
-			if code, ok := signalStatus(ctx); ok || errors.Is(err, context.Canceled) {
-				fmt.Fprintln(stderr, "vramtop usage: interrupted")
-				if !ok {
-					code = 130
-				}
-				return code
-			}
-			fmt.Fprintf(stderr, "vramtop usage: %s\n", writeErrText(err))
-			return 1
+	} else if code, failed := usageReadFailed(ctx, addUsageRecordings(ctx, a, files, stderr), stderr); failed {
+		return code
+	}
+	return writeUsage(a.Report(), f, stdout, stderr)
+}
+
+// usageFlags are vramtop usage's flags.
+type usageFlags struct {
+	since, until, promURL *string
+	asJSON, asCSV         *bool
+	idle                  *float64
+	step, timeout         *time.Duration
+}
+
+// check says what is wrong with the flags and the recordings named, or "".
+func (f usageFlags) check(fs *pflag.FlagSet, files []string) string {
+	prom := *f.promURL != ""
+	switch {
+	case *f.asJSON && *f.asCSV:
+		return "--json and --csv: choose one"
+	case *f.idle <= 0 || *f.idle > 100:
+		return fmt.Sprintf("--idle-below %s: want a utilization above 0%% and at most 100%%", fs.Lookup("idle-below").Value)
+	case prom && len(files) > 0:
+		return "read recordings or --prometheus, not both"
+	case !prom && len(files) == 0:
+		return "name the recordings to account for (vramtop usage FILE ...), or --prometheus URL"
+	case !prom && (fs.Changed("step") || fs.Changed("timeout")):
+		return "--step and --timeout go with --prometheus"
+	case *f.step < 0 || fs.Changed("step") && *f.step < time.Second:
+		return fmt.Sprintf("--step %v: want 1s or more", *f.step)
+	case *f.timeout <= 0:
+		return fmt.Sprintf("--timeout %v: want a positive duration", *f.timeout)
+	}
+	return ""
+}
+
+// addUsageRecordings accounts for the recordings, warning (a bounded
+// number of times) of damaged lines.
+func addUsageRecordings(ctx context.Context, a *usage.Accounter, files []string, stderr io.Writer) error {
+	nwarn := 0
+	warn := func(w replay.Warning) {
+		if nwarn++; nwarn <= maxReplayWarnings {
+			fmt.Fprintf(stderr, "vramtop usage: warning: %s\n", w)
 		}
 	}
-	rep := a.Report()
+	err := usage.AddRecording(ctx, a, files, warn)
+	if nwarn > maxReplayWarnings {
+		fmt.Fprintf(stderr, "vramtop usage: … and %d more damaged lines skipped\n", nwarn-maxReplayWarnings)
+	}
+	return err
+}
+
+// usageReadFailed reports a failed read (an interruption as such) and
+// the exit status it gives.
+func usageReadFailed(ctx context.Context, err error, stderr io.Writer) (int, bool) {
+	if err == nil {
+		return 0, false
+	}
+	if code, ok := signalStatus(ctx); ok || errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "vramtop usage: interrupted")
+		if !ok {
+			code = 130
+		}
+		return code, true
+	}
+	fmt.Fprintf(stderr, "vramtop usage: %s\n", writeErrText(err))
+	return 1, true
+}
+
+// writeUsage prints the report as the flags ask, with its notes on stderr.
+func writeUsage(rep usage.Report, f usageFlags, stdout, stderr io.Writer) int {
 	if rep.Duplicates > 0 {
 		fmt.Fprintf(stderr, "vramtop usage: note: %d GPU samples came at or before an earlier one of the same GPU (a part named twice, or parts that overlap) and were counted once\n", rep.Duplicates)
 	}
 	if rep.DevicesLeftOut {
 		fmt.Fprintf(stderr, "vramtop usage: warning: more than %d GPUs; the rest were left out\n", usage.MaxDevices)
 	}
-	if rep.Totals.GPUHours == 0 && (*asJSON || *asCSV) {
+	if rep.Totals.GPUHours == 0 && (*f.asJSON || *f.asCSV) {
 		fmt.Fprintln(stderr, "vramtop usage: note: no GPU was sampled in the window")
 	}
-	ok = writeOutput(stdout, stderr, "vramtop usage", func(w io.Writer) error {
+	ok := writeOutput(stdout, stderr, "vramtop usage", func(w io.Writer) error {
 		switch {
-		case *asJSON:
+		case *f.asJSON:
 			return writeJSON(w, rep)
-		case *asCSV:
+		case *f.asCSV:
 			return usage.WriteCSV(w, rep)
 		}
 		width := 80
-		if f, isF := stdout.(*os.File); isF && isTerminal(stdout) {
-			if wd, _, err := term.GetSize(f.Fd()); err == nil && wd > 20 {
+		if file, isF := stdout.(*os.File); isF && isTerminal(stdout) {
+			if wd, _, err := term.GetSize(file.Fd()); err == nil && wd > 20 {
 				width = wd
 			}
 		}

@@ -44,97 +44,116 @@ func Limits(b []byte) error {
 	if len(b) > MaxLine {
 		return fmt.Errorf("line longer than %d MiB: %w", MaxLine>>20, ErrLimit)
 	}
-	type list struct {
-		n, pairs, numbers int
-		obj               bool // an object, not a list
-		value             bool // a value has started since the last comma
-	}
-	var stack [maxDepth]list
-	depth, objects, elements, samples := 0, 0, 0, 0
-	open := func(obj bool) error {
-		if depth > 0 && !stack[depth-1].obj && !stack[depth-1].value {
-			stack[depth-1].value = true
-			stack[depth-1].n++
-		}
-		if depth == maxDepth {
-			return fmt.Errorf("nested deeper than %d: %w", maxDepth, ErrLimit)
-		}
-		stack[depth] = list{obj: obj}
-		depth++
-		return nil
-	}
+	var s limitScan
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch c {
+		var err error
+		switch c := b[i]; c {
 		case ' ', '\t', '\r', '\n':
 			continue
 		case '"':
-			if depth > 0 && !stack[depth-1].obj && !stack[depth-1].value {
-				stack[depth-1].value = true
-				stack[depth-1].n++
-			}
+			s.startValue(false)
 			if i = jsonscan.ClosingQuote(b, i+1); i < 0 {
 				return errors.New("a string is not closed")
 			}
-		case '{':
-			objects++
-			if err := open(true); err != nil {
-				return err
-			}
-		case '[':
-			if err := open(false); err != nil {
-				return err
-			}
+		case '{', '[':
+			err = s.open(c == '{')
 		case '}', ']':
-			if depth == 0 || stack[depth-1].obj != (c == '}') {
-				return errors.New("brackets do not match")
-			}
-			depth--
-			l := stack[depth]
-			if l.obj {
-				break
-			}
-			switch {
-			case l.n == 2 && l.numbers == 2:
-				// a [time, value] pair: counted by its list
-				if depth > 0 {
-					stack[depth-1].pairs++
-				}
-			case l.n > 0 && l.pairs == l.n:
-				samples += l.n
-			default:
-				elements += l.n
-			}
+			err = s.close(c == '}')
 		case ',':
-			if depth > 0 {
-				stack[depth-1].value = false
+			if s.depth > 0 {
+				s.stack[s.depth-1].value = false
 			}
 		default:
-			if depth > 0 && !stack[depth-1].obj {
-				if !stack[depth-1].value {
-					stack[depth-1].value = true
-					stack[depth-1].n++
-					if c == '-' || c >= '0' && c <= '9' {
-						stack[depth-1].numbers++
-					}
-				}
-			}
+			s.startValue(c == '-' || c >= '0' && c <= '9')
 			// The rest of a number, literal or colon changes nothing: skip
 			// to the next byte that can.
 			for i+1 < len(b) && !structural[b[i+1]] {
 				i++
 			}
 		}
+		if err != nil {
+			return err
+		}
 	}
+	return s.result()
+}
+
+// limitScan is the state of Limits: the open lists and objects and what
+// the line has held so far.
+type limitScan struct {
+	stack                             [maxDepth]limitList
+	depth, objects, elements, samples int
+}
+
+type limitList struct {
+	n, pairs, numbers int
+	obj               bool // an object, not a list
+	value             bool // a value has started since the last comma
+}
+
+// startValue counts a value that starts in the innermost list, if it is
+// a list and the value is its next element (a number when number).
+func (s *limitScan) startValue(number bool) {
+	if s.depth == 0 {
+		return
+	}
+	l := &s.stack[s.depth-1]
+	if l.obj || l.value {
+		return
+	}
+	l.value = true
+	l.n++
+	if number {
+		l.numbers++
+	}
+}
+
+func (s *limitScan) open(obj bool) error {
+	s.startValue(false)
+	if s.depth == maxDepth {
+		return fmt.Errorf("nested deeper than %d: %w", maxDepth, ErrLimit)
+	}
+	if obj {
+		s.objects++
+	}
+	s.stack[s.depth] = limitList{obj: obj}
+	s.depth++
+	return nil
+}
+
+// close ends the innermost list or object (obj), counting a list's
+// elements as history samples ([time, value] pairs) or other elements.
+func (s *limitScan) close(obj bool) error {
+	if s.depth == 0 || s.stack[s.depth-1].obj != obj {
+		return errors.New("brackets do not match")
+	}
+	s.depth--
+	l := s.stack[s.depth]
 	switch {
-	case depth != 0:
+	case l.obj:
+	case l.n == 2 && l.numbers == 2:
+		// a [time, value] pair: counted by its list
+		if s.depth > 0 {
+			s.stack[s.depth-1].pairs++
+		}
+	case l.n > 0 && l.pairs == l.n:
+		s.samples += l.n
+	default:
+		s.elements += l.n
+	}
+	return nil
+}
+
+func (s *limitScan) result() error {
+	switch {
+	case s.depth != 0:
 		return errors.New("brackets do not match (the line is cut short?)")
-	case objects > MaxObjects:
-		return fmt.Errorf("%d objects, more than the %d allowed: %w", objects, MaxObjects, ErrLimit)
-	case elements > MaxElements:
-		return fmt.Errorf("lists of %d elements, more than the %d allowed: %w", elements, MaxElements, ErrLimit)
-	case samples > MaxSamples:
-		return fmt.Errorf("%d history samples, more than the %d allowed: %w", samples, MaxSamples, ErrLimit)
+	case s.objects > MaxObjects:
+		return fmt.Errorf("%d objects, more than the %d allowed: %w", s.objects, MaxObjects, ErrLimit)
+	case s.elements > MaxElements:
+		return fmt.Errorf("lists of %d elements, more than the %d allowed: %w", s.elements, MaxElements, ErrLimit)
+	case s.samples > MaxSamples:
+		return fmt.Errorf("%d history samples, more than the %d allowed: %w", s.samples, MaxSamples, ErrLimit)
 	}
 	return nil
 }

@@ -304,18 +304,27 @@ func (a *Accounter) close(k devKey, st *devState, next time.Duration) {
 	if st.used > st.attr {
 		a.unattrByteSec += float64(st.used-st.attr) * dt
 	}
-	idle := func(util float64, known bool) (isIdle, unknown bool) {
-		if !known {
-			if st.util == nil {
-				return false, true
-			}
-			util = *st.util
+	a.closeJobs(st, dt, from, to, k.host)
+	a.closeUsers(st, dt, from, to, k.host)
+}
+
+// idle says whether holders of util (known: measured; else the card's)
+// held the card idle, or whether that is unknown.
+func (a *Accounter) idle(st *devState, util float64, known bool) (isIdle, unknown bool) {
+	if !known {
+		if st.util == nil {
+			return false, true
 		}
-		return util < a.opts.IdleBelow, false
+		util = *st.util
 	}
+	return util < a.opts.IdleBelow, false
+}
+
+// closeJobs accounts for dt seconds of each job's holding in st.
+func (a *Accounter) closeJobs(st *devState, dt float64, from, to time.Time, host string) {
 	for _, h := range st.holders {
 		r := a.row(a.jobs, jobKey(h.k), MaxJobs)
-		a.account(r, h.bytes, dt, from, to, k.host)
+		a.account(r, h.bytes, dt, from, to, host)
 		if r.user == "" {
 			r.user = h.k.user
 		} else if r.user != h.k.user {
@@ -324,13 +333,17 @@ func (a *Accounter) close(k devKey, st *devState, next time.Duration) {
 		if h.k.job != "" {
 			r.jobs[h.k.job] = true
 		}
-		if i, u := idle(h.util, h.hasUtil); i {
+		if i, u := a.idle(st, h.util, h.hasUtil); i {
 			r.idleSec += dt
 		} else if u {
 			r.unknownSec += dt
 		}
 	}
-	// A user's card: held once, however many of their processes are on it.
+}
+
+// closeUsers accounts for dt seconds of each user's holding in st: a
+// user's card is held once, however many of their processes are on it.
+func (a *Accounter) closeUsers(st *devState, dt float64, from, to time.Time, host string) {
 	for i, h := range st.holders {
 		if slices.IndexFunc(st.holders[:i], func(o holder) bool { return o.k.user == h.k.user }) >= 0 {
 			continue
@@ -348,13 +361,13 @@ func (a *Accounter) close(k devKey, st *devState, next time.Duration) {
 			}
 		}
 		r := a.row(a.users, h.k.user, MaxUsers)
-		a.account(r, bytes, dt, from, to, k.host)
+		a.account(r, bytes, dt, from, to, host)
 		for _, o := range st.holders[i:] {
 			if o.k.user == h.k.user && o.k.job != "" && len(r.jobs) < 1000 {
 				r.jobs[o.k.job] = true
 			}
 		}
-		if i, u := idle(util, known); i {
+		if i, u := a.idle(st, util, known); i {
 			r.idleSec += dt
 		} else if u {
 			r.unknownSec += dt
