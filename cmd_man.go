@@ -50,7 +50,7 @@ func manPage() string {
 	page.WithSection("Environment", env.String())
 	page.WithSection("Files", "$XDG_CONFIG_HOME/vramtop/config.toml (~/.config/vramtop/config.toml)\n    "+
 		"the settings, one key = value each; vramtop config --example prints one with every key")
-	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify), 2 bad usage; vramtop run, and pick and wait with -- CMD, exit with the status of the command")
+	page.WithSection("Exit status", "0 done, 1 the command failed (pick and wait: too few GPUs qualify, the wait timed out, or with --prometheus Prometheus could not be read; 130 or 143 when interrupted), 2 bad usage; vramtop run, and pick and wait with -- CMD, exit with the status of the command")
 	return page.Build(roff.NewDocument())
 }
 
