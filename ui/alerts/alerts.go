@@ -9,7 +9,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/sampler"
@@ -137,7 +136,7 @@ func (a *Screen) content() string {
 		}
 		parts = append(parts, st.Dim.Render(x.Rule))
 		lines = append(lines, strings.Join(parts, "  "))
-		for _, l := range strings.Split(ansi.Wordwrap(draw.AlertText(a.snap, x), wrapW, ""), "\n") {
+		for _, l := range strings.Split(draw.Wordwrap(draw.AlertText(a.snap, x), wrapW), "\n") {
 			lines = append(lines, indent+st.Severity(x.Severity).Render(l))
 		}
 	}

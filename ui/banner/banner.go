@@ -124,7 +124,10 @@ func lastPID(s string) int {
 }
 
 // shorten fits s into w cells; a message too long keeps its end from the
-// last "PID <number>" on (which process) and cuts the words before it.
+// last "PID <number>" on (which process) and cuts the words before it,
+// where what is left of them still says how much ("GPU 0 at 77.3% … PID
+// 41230 …"); else it drops words from its end ("GPU 1 full… PID 30411"
+// would read as a full GPU).
 func shorten(s string, w int) string {
 	if common.CellWidth(s) <= w {
 		return s
@@ -132,10 +135,20 @@ func shorten(s string, w int) string {
 	if loc := lastPID(s); loc > 0 {
 		tail := s[loc:]
 		if tw := common.CellWidth(tail); tw+12 <= w {
-			if head := draw.Elide(strings.TrimRight(s[:loc], " "), w-tw-1); strings.HasSuffix(head, "…") && len(head) > len("…") {
+			if head := draw.Elide(strings.TrimRight(s[:loc], " "), w-tw-1); strings.HasSuffix(head, "…") && len(head) > len("…") && saysHowMuch(head) {
 				return head + " " + tail
 			}
 		}
 	}
 	return draw.Elide(s, w)
+}
+
+// saysHowMuch reports whether an alert's text holds a figure after the
+// device it names ("GPU 0 at 77.3%", not "GPU 1 full").
+func saysHowMuch(s string) bool {
+	f := strings.Fields(s)
+	if len(f) > 2 && f[0] == "GPU" {
+		f = f[2:]
+	}
+	return strings.ContainsAny(strings.Join(f, " "), "0123456789")
 }

@@ -3,6 +3,7 @@ package draw
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -305,7 +306,7 @@ func Clamp(v, lo, hi int) int {
 // Elide fits the plain text s into w cells by dropping whole words from
 // its end, then "…": a number is never cut (61.62… reads as a figure), nor
 // parted from its unit, and a clause left open ("(", "of", "at") goes with
-// the words after it. A text that ends on a figure gets " …", so the figure
+// the words after it, as does a parenthesis left open. A text that ends on a figure gets " …", so the figure
 // reads as whole. Text that fits is returned as it is; a first word wider
 // than w is cut as fit cuts it.
 func Elide(s string, w int) string {
@@ -329,6 +330,14 @@ func Elide(s string, w int) string {
 	}
 	for n > 0 && n < len(words) && dangling(words[n-1], words[n]) {
 		n--
+	}
+	// A parenthesis left open goes whole: "(61.62 GiB of 79.65 GiB …"
+	// reads as cut.
+	if i := openParen(words[:n]); i >= 0 && n < len(words) {
+		n = i
+		for n > 0 && dangling(words[n-1], words[n]) {
+			n--
+		}
 	}
 	if n == 0 {
 		return ansi.Truncate(s, w, "…")
@@ -363,6 +372,28 @@ func dangling(last, next string) bool {
 	return isNum && isUnit(strings.TrimRight(next, ",;:)"))
 }
 
+// openParen is the index of the word that opens a parenthesis words do not
+// close; -1 when every one is closed.
+func openParen(words []string) int {
+	var open []int
+	for i, w := range words {
+		for _, r := range w {
+			switch r {
+			case '(':
+				open = append(open, i)
+			case ')':
+				if len(open) > 0 {
+					open = open[:len(open)-1]
+				}
+			}
+		}
+	}
+	if len(open) == 0 {
+		return -1
+	}
+	return open[0]
+}
+
 func isUnit(t string) bool {
 	switch strings.TrimRight(t, ")") {
 	case "B", "KiB", "MiB", "GiB", "TiB", "kB", "MB", "GB", "TB", "KiB/min", "MiB/min", "GiB/min", "MiB/s", "GiB/s",
@@ -384,4 +415,19 @@ func ElideName(s string, w int) string {
 		}
 	}
 	return Fit(s, w)
+}
+
+// figureUnit is a figure and the unit after it: "17.08 GiB", "~96 min".
+var figureUnit = regexp.MustCompile(`([0-9]) (B|KiB|MiB|GiB|TiB|kB|MB|GB|TB|KiB/min|MiB/min|GiB/min|MiB/s|GiB/s|bytes|s|ms|min|h|d|W|°C|%)([\s,;:.)]|$)`)
+
+// nameNumber is a PID or a GPU and its number: "PID 41230", "GPU 3/1".
+var nameNumber = regexp.MustCompile(`\b(PID|GPU) ([0-9])`)
+
+// Wordwrap wraps s at w cells as ansi.Wordwrap does, but never between a
+// figure and its unit ("(17.08" and "GiB here)" on two lines), nor
+// between PID or GPU and its number.
+func Wordwrap(s string, w int) string {
+	const nbsp = "\u00a0" // a space ansi.Wordwrap does not break at
+	glued := nameNumber.ReplaceAllString(figureUnit.ReplaceAllString(s, "$1"+nbsp+"$2$3"), "$1"+nbsp+"$2")
+	return strings.ReplaceAll(ansi.Wordwrap(glued, w, ""), nbsp, " ")
 }

@@ -74,6 +74,10 @@ func (f *Bar) View() string {
 	if len(f.s.State) > 0 {
 		l = st.Status.Render(strings.Join(f.s.State, " · ")) + "  "
 	}
+	// Whole keys, as many as fit: a key cut ("K …", "s so…") says nothing.
+	for len(hs) > 1 && common.CellWidth(l)+common.CellWidth(strings.Join(hs, " · ")) > f.width {
+		hs = hs[:len(hs)-1]
+	}
 	return draw.Fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
 }
 
@@ -102,6 +106,10 @@ func footerWord(b key.Binding) string {
 		return "speed"
 	case "→":
 		return "step"
+	case "↑/k":
+		return "up"
+	case "↓/j":
+		return "down"
 	}
 	d := b.Help().Desc
 	if i := strings.IndexAny(d, " ,("); i > 0 {

@@ -530,7 +530,7 @@ func (g Pane) compactLine(d sampler.Device, sel bool) string {
 	line += " " + draw.FitRight(draw.OptPct(d.UtilizationPercent), 4) + " " + draw.FitRight(draw.Temp(d.TemperatureC), 5) + " "
 	if st := g.sev.Of(d); st.Reason != "" && st.Severity != advisor.Info {
 		// The note drops whole words rather than cut a figure.
-		if why := draw.Elide(st.Reason, w-lipgloss.Width(line)-1); why != "" && why != "…" {
+		if why := gpuNote(st.Reason, w-lipgloss.Width(line)-1); why != "" {
 			line += g.ctx.Styles.Severity(st.Severity).Render(why) + " "
 		}
 	}
@@ -542,4 +542,15 @@ func (g Pane) compactLine(d sampler.Device, sel bool) string {
 		line += draw.InlineSpark(g.ctx.Styles, vals, float64(d.MemoryTotal)/draw.GiB, g.ctx.Th)
 	}
 	return draw.Fit(line, w)
+}
+
+// gpuNote is a GPU row's note in w cells: whole words, and more than one
+// ("full…" of "full in ~96 min", "clears…" of "clears below 78%" read as
+// something else), or nothing.
+func gpuNote(reason string, w int) string {
+	why := draw.Elide(reason, w)
+	if why == reason || strings.Contains(strings.TrimSuffix(why, "…"), " ") {
+		return why
+	}
+	return ""
 }

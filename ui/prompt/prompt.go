@@ -158,10 +158,7 @@ func (k *Prompt) ask(r common.Signal, c Context) tea.Cmd {
 	if k.termSent[pk] && !list {
 		sig = syscall.SIGKILL
 	}
-	what := p.Command
-	if len(what) > 40 {
-		what = what[:39] + "…"
-	}
+	what := draw.Fit(p.Command, 40) // a character boundary, never half of one
 	np := &pendingKill{pid: p.PID, key: pk, sig: sig, what: what, demo: c.Demo, list: list}
 	if !c.Demo {
 		h, err := k.open(procsignal.Target{PID: p.PID, StartTime: p.StartTime, UID: p.UID})
@@ -300,9 +297,12 @@ func (k *Prompt) View() string {
 	if p == nil {
 		return ""
 	}
-	note := ""
+	// What has to be said goes first: the question, the keys; then the
+	// demo's note, whole or in short; the command gives way first.
+	st := k.ctx.Styles
+	notes := []string{""}
 	if p.demo {
-		note = k.ctx.Styles.Dim.Render("  (demo: nothing is sent)")
+		notes = []string{"  (demo: nothing is sent)", "  (demo)", ""}
 	}
 	if p.list {
 		// The list, the choice marked; what y sends is said in full.
@@ -310,17 +310,36 @@ func (k *Prompt) View() string {
 		for _, s := range signalList {
 			name := fmt.Sprintf("%d %s", int(s), strings.TrimPrefix(sigName(s), "SIG"))
 			if s == p.sig {
-				b.WriteString(k.ctx.Styles.Selected.Render("[" + name + "]"))
+				b.WriteString(st.Selected.Render("[" + name + "]"))
 			} else {
 				b.WriteString(" " + name + " ")
 			}
 		}
 		// The command is left out so that the list fits 80 columns.
-		return draw.Fit(k.ctx.Styles.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid))+
-			" "+b.String()+" ←/→ y/n"+note, k.width)
+		q := st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d? ", sigName(p.sig), p.pid)) + " " + b.String() + " ←/→ y/n"
+		return draw.Fit(q+st.Dim.Render(fittingNote(notes, k.width-common.CellWidth(q))), k.width)
 	}
-	return draw.Fit(k.ctx.Styles.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d (%s)? ", sigName(p.sig), p.pid, p.what))+
-		" y/n"+note, k.width)
+	ask := func(what string) string {
+		if what != "" {
+			what = " (" + what + ")"
+		}
+		return st.SeverityBadge(advisor.Warn).Render(fmt.Sprintf(" send %s to PID %d%s? ", sigName(p.sig), p.pid, what)) + " y/n"
+	}
+	q := ask(p.what)
+	if room := k.width - common.CellWidth(ask("")) - common.CellWidth(notes[0]); common.CellWidth(q)+common.CellWidth(notes[0]) > k.width && room >= 12 {
+		q = ask(draw.Fit(p.what, room-3)) // the command shortened, the note whole
+	}
+	return draw.Fit(q+st.Dim.Render(fittingNote(notes, k.width-common.CellWidth(q))), k.width)
+}
+
+// fittingNote is the first of notes, longest first, within room cells.
+func fittingNote(notes []string, room int) string {
+	for _, n := range notes {
+		if common.CellWidth(n) <= room {
+			return n
+		}
+	}
+	return ""
 }
 
 func sigName(s syscall.Signal) string {
