@@ -782,6 +782,8 @@ func (p *Table) onKey(k tea.KeyPressMsg) tea.Cmd {
 		if p.group == GroupJob && !anyJob(p.all) {
 			p.group = GroupNone
 		}
+		// Another list: shown from its top, not at the old one's scroll.
+		p.sel, p.off, p.selKey = 0, 0, ""
 		p.refresh()
 	case key.Matches(k, p.ctx.Keys.Kill, p.ctx.Keys.Signal):
 		if r, ok := p.Selected(); ok && p.focused {
