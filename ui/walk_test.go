@@ -31,3 +31,41 @@ func TestGroupingShowsTheListFromTheTop(t *testing.T) {
 		t.Errorf("by user, the biggest user is out of sight:\n%s", s)
 	}
 }
+
+// A process's detail says since when vramtop has seen it where that is
+// later than the GPU's history: erin's vLLM server, up 1d02h, was filled
+// from the view's start only, as if it had started then.
+func TestProcessDetailSaysSinceWhenSeen(t *testing.T) {
+	snap := demoSnap(t, 10*time.Minute)
+	seen := snap.Time.Add(-time.Minute)
+	var pid uint32
+	for i, d := range snap.Devices {
+		for j, p := range d.Processes {
+			if p.User == "erin" {
+				snap.Devices[i].Processes[j].History = p.History.Since(seen)
+				pid = p.PID
+			}
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no erin in the demo")
+	}
+	for _, w := range []int{80, 100, 120} {
+		m := advisedModel(Options{User: demo.User, Version: "test"}, false)
+		send(m, tea.WindowSizeMsg{Width: w, Height: w * 3 / 10}, snapshotMsg(snap))
+		selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc && r.Proc.PID == pid })
+		keys(m, "enter")
+		s := screenText(m)
+		if !strings.Contains(s, "filled: this process (seen since "+seen.Format("15:04")) {
+			t.Errorf("%d columns: the legend does not say since when the process was seen:\n%s", w, s)
+		}
+	}
+	// A process seen as far back as its GPU says nothing more.
+	m := advisedModel(Options{User: demo.User, Version: "test"}, false)
+	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(demoSnap(t, 10*time.Minute)))
+	selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc && r.Proc.User == "erin" })
+	keys(m, "enter")
+	if s := screenText(m); !strings.Contains(s, "filled: this process") || strings.Contains(s, "seen since") {
+		t.Errorf("erin seen all along: the legend should not say since when:\n%s", s)
+	}
+}

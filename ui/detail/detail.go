@@ -223,7 +223,7 @@ func (d View) headLines(dev sampler.Device) (lines []string, proc sampler.Proces
 	parts := []string{fmt.Sprintf("last %s, peak per column", draw.Span(d.shownSpan(dev))),
 		fmt.Sprintf("dotted: warn %.0f%% / crit %.0f%%", d.ctx.Th.Warn, d.ctx.Th.Crit)}
 	if isProc {
-		parts = append([]string{"filled: this process", "line: whole GPU"}, parts...)
+		parts = append([]string{"filled: this process" + d.seenSince(proc, dev), "line: whole GPU"}, parts...)
 	}
 	if d.scrolls() {
 		parts = append(parts, "↑/↓: advice")
@@ -241,6 +241,26 @@ func (d View) headLines(dev sampler.Device) (lines []string, proc sampler.Proces
 		lines[i] = draw.Fit(lines[i], d.width)
 	}
 	return lines, proc, isProc
+}
+
+// seenSince says, when the process's memory is known only from within the
+// plot's span, since when: vramtop keeps a process's history from when it
+// first listed it, and a process older than that would read as started
+// then (erin's vLLM server, up 1d02h, filled from the view's start only).
+func (d View) seenSince(proc sampler.Process, dev sampler.Device) string {
+	if proc.History.Len() == 0 {
+		return ""
+	}
+	first := proc.History.First()
+	every := max(d.snap.Interval, time.Second)
+	from := d.snap.Time.Add(-d.shownSpan(dev)) // the plot's left edge, or the GPU's first sample
+	if dev.History.Len() > 0 && dev.History.First().After(from) {
+		from = dev.History.First()
+	}
+	if !first.After(from.Add(every)) || !proc.StartTime.IsZero() && !proc.StartTime.Before(first.Add(-2*every)) {
+		return "" // known as far back as the GPU, or the process started then
+	}
+	return " (seen since " + first.Format("15:04:05") + ")"
 }
 
 // minDetailPlot is the least height of the detail plot: a time axis and
