@@ -644,7 +644,7 @@ func (m *Model) spanStatus() string {
 		shown = m.detail.ShownSpan()
 	}
 	if shown < asked {
-		return fmt.Sprintf("graphs show the last %s (%s asked: the history is no longer)", draw.Span(shown), draw.Span(asked))
+		return fmt.Sprintf("graphs show the last %s, all the history there is (%s asked)", draw.Span(shown), draw.Span(asked))
 	}
 	return "graphs show the last " + draw.Span(shown)
 }

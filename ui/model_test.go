@@ -1489,7 +1489,7 @@ func TestSpanKeyMainScreen(t *testing.T) {
 	m, _ := ready(t, 8, 120, 40) // compact: eight GPUs, ten minutes of history
 	keys(m, "z")
 	s := screenText(m)
-	if !strings.Contains(s, "graphs show the last 10m (15m asked") || !strings.Contains(s, "USED, LAST 10M") {
+	if !strings.Contains(s, "graphs show the last 10m, all the history there is (15m asked)") || !strings.Contains(s, "USED, LAST 10M") {
 		t.Errorf("the status and the header should both say 10m:\n%s", s)
 	}
 }

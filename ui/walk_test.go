@@ -69,3 +69,13 @@ func TestProcessDetailSaysSinceWhenSeen(t *testing.T) {
 		t.Errorf("erin seen all along: the legend should not say since when:\n%s", s)
 	}
 }
+
+// z past the history says so in plain words: "(15m asked: the history is
+// no longer)" read as if the history were gone.
+func TestSpanPastTheHistorySaysSo(t *testing.T) {
+	m, _ := ready(t, 4, 80, 24) // ten minutes of history
+	keys(m, "z")
+	if s := screenText(m); !strings.Contains(s, "graphs show the last 10m, all the history there is (15m asked)") {
+		t.Errorf("z over ten minutes of history:\n%s", s)
+	}
+}
