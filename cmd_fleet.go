@@ -61,7 +61,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg := fleet.Config{URL: *promURL, Interval: *interval, Timeout: *timeout}
 	if !*once {
-		cfg.History = *history
+		// The list of hosts shows their devices; a host's processes are
+		// read once it is opened. --once lists every host's.
+		cfg.History, cfg.OpenHostProcesses = *history, true
 	}
 	src, err := fleet.Open(ctx, cfg)
 	if err != nil {
@@ -107,6 +109,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Title:      "vramtop fleet",
 		User:       currentUser(),
 		OnAlerts:   onAlerts,
+		OpenHost:   src.SetOpenHost,
 	})
 	endHook(stderr)
 	if err != nil {

@@ -111,10 +111,9 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 				"UUID": fmt.Sprintf("GPU-%04d-%02d", h, g), "modelName": "NVIDIA H100 80GB HBM3", "device": fmt.Sprintf("nvidia%d", g),
 				"pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x18+g), "instance": inst, "job": "vramtop"}
 			add(fleet.QueryDevices, dev, 80<<30)
-			add(fleet.QueryValues, map[string]string{"__name__": "vramtop_gpu_memory_total_bytes", "hostname": host, "gpu": fmt.Sprint(g)}, 80<<30)
+			add(fleet.QueryReserved, map[string]string{"hostname": host, "gpu": fmt.Sprint(g)}, 616<<20)
 			for name, v := range map[string]float64{
-				"vramtop_gpu_memory_used_bytes": float64(u), "vramtop_gpu_memory_free_bytes": float64(80<<30 - 616<<20 - u),
-				"vramtop_gpu_memory_reserved_bytes": 616 << 20, "vramtop_gpu_utilization_ratio": 0.5,
+				"vramtop_gpu_memory_used_bytes": float64(u), "vramtop_gpu_utilization_ratio": 0.5,
 				"DCGM_FI_DEV_GPU_TEMP": 55, "DCGM_FI_DEV_POWER_USAGE": 400,
 			} {
 				add(fleet.QueryValues, map[string]string{"__name__": name, "hostname": host, "gpu": fmt.Sprint(g)}, v)
@@ -128,7 +127,7 @@ func fleetAnswers(f synth.Fleet, now time.Time) map[string][]byte {
 		add(fleet.QueryValues, map[string]string{"__name__": "vramtop_up", "hostname": host}, 1)
 	}
 	out := map[string][]byte{}
-	for _, q := range []string{fleet.QueryDevices, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargetsDown, fleet.QueryAlerts, fleet.QueryClaims} {
+	for _, q := range []string{fleet.QueryDevices, fleet.QueryReserved, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargets, fleet.QueryAlerts, fleet.QueryClaims} {
 		res := answers[q]
 		if res == nil {
 			res = []series{}

@@ -52,7 +52,7 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 	}
 
 	dropHost(fp, "hostA")
-	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
+	fp.set(QueryTargets, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
 	snap, _ := next(src, s, clk)
 	if snap.Err != "" {
 		t.Fatalf("snapshot error %q", snap.Err)
@@ -95,7 +95,7 @@ func TestFleetHostDownKeepsLastValues(t *testing.T) {
 
 	// The exporter comes back: the host is live again.
 	fp.fleet(30 * gib)
-	fp.set(QueryTargetsDown)
+	fp.set(QueryTargets)
 	snap, _ = next(src, s, clk)
 	if d, _ := snap.Device("hostA:0"); d.Err != "" || d.MemoryUsed != 30*gib {
 		t.Errorf("hostA:0 back: error %q, used %d; want none and 30 GiB", d.Err, d.MemoryUsed)
@@ -117,7 +117,7 @@ func TestFleetHostDownBeforeStart(t *testing.T) {
 		all[q] = ss
 	}
 	dropHost(fp, "hostA")
-	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
+	fp.set(QueryTargets, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
 	var last []fakeSeries
 	for _, q := range []string{QueryDevices, QueryValues} {
 		for _, x := range all[q] {

@@ -92,7 +92,7 @@ func TestChooseSkipsClaimed(t *testing.T) {
 func TestChooseNeverPicksDownHosts(t *testing.T) {
 	fp, src, s, clk := fakeFleet(t)
 	dropHost(fp, "hostA")
-	fp.set(QueryTargetsDown, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
+	fp.set(QueryTargets, fakeSeries{map[string]string{"__name__": "up", "job": "vramtop", "instance": "10.0.0.1:9400"}, 0})
 	snap, _ := next(src, s, clk)
 	if d, ok := snap.Device("hostA:0"); !ok || !IsHostDown(d) || d.MemoryFree < 50*gib {
 		t.Fatalf("hostA:0 %+v: want it listed, down, with its last 59 GiB free", d)
@@ -108,7 +108,7 @@ func TestChooseNeverPicksDownHosts(t *testing.T) {
 	// The exporter of a host says it has no recent sample (vramtop_up 0):
 	// its values are old, its GPUs not picked either.
 	fp.fleet(20 * gib)
-	fp.set(QueryTargetsDown)
+	fp.set(QueryTargets)
 	fp.mu.Lock()
 	for i, x := range fp.series[QueryValues] {
 		if x.labels["__name__"] == "vramtop_up" {

@@ -105,8 +105,11 @@ func TestFleetScale(t *testing.T) {
 	hc := &http.Client{Transport: ct}
 	ctx := context.Background()
 
-	// Each instant query on its own.
-	for _, q := range []string{fleet.QueryDevices, fleet.QueryValues, fleet.QueryProcs, fleet.QueryDCGM, fleet.QueryTargetsDown} {
+	// Each instant query on its own: those of every round, those of the
+	// rounds that read the devices' labels, the processes of one host
+	// (open on screen) and of every host (--once).
+	for _, q := range []string{fleet.QueryValues, fleet.QueryDCGM, fleet.QueryTargets, fleet.QueryAlerts,
+		fleet.QueryDevices, fleet.QueryReserved, fleet.ProcsQuery(`Hostname="host0007"`), fleet.QueryProcs} {
 		var times []time.Duration
 		var n int
 		ct.n.Store(0)
@@ -144,7 +147,9 @@ func TestFleetScale(t *testing.T) {
 	s0 := time.Now()
 	clk := s0
 	now := func() time.Time { return clk }
-	src, err := fleet.Open(ctx, fleet.Config{URL: prom.URL, Interval: 5 * time.Second, History: time.Hour, Timeout: time.Minute, HTTPClient: hc, Now: now})
+	// The live view's source: the processes of the host open on screen
+	// only.
+	src, err := fleet.Open(ctx, fleet.Config{URL: prom.URL, Interval: 5 * time.Second, History: time.Hour, Timeout: time.Minute, HTTPClient: hc, Now: now, OpenHostProcesses: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,16 +159,15 @@ func TestFleetScale(t *testing.T) {
 	t.Logf("first round with the history read back (1 h, %d points a device at most): %v, %.1f MiB", fleet.MaxBackfillPoints,
 		time.Since(s0).Round(time.Millisecond), float64(ct.n.Load())/(1<<20))
 
-	// Whole ticks: three concurrent queries, decoding, the sampler's publish.
+	// Whole ticks: the queries at once, decoding, the sampler's publish;
+	// over the list of hosts, then with one host open.
 	s, err := sampler.New(src, sampler.Config{Interval: 5 * time.Second, History: time.Hour, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var ticks []time.Duration
-	ct.n.Store(0)
 	var snap sampler.Snapshot
-	for i := range 6 {
+	tick := func(i int) time.Duration {
 		clk = clk.Add(5 * time.Second)
 		s1 := time.Now()
 		src.Refresh(ctx)
@@ -173,18 +177,41 @@ func TestFleetScale(t *testing.T) {
 		if !ok || snap.Err != "" {
 			t.Fatalf("tick %d: published %v, error %q", i, ok, snap.Err)
 		}
-		if i > 0 { // the first tick also seeds the histories
+		return d
+	}
+	// A round that reads the devices' labels (and their total and reserved
+	// memory) comes every 12: the 12 ticks after the first hold one.
+	var ticks []time.Duration
+	ct.n.Store(0)
+	for i := range 13 {
+		if d := tick(i); i > 0 { // the first tick also seeds the histories
 			ticks = append(ticks, d)
 		}
+	}
+	if len(snap.Devices) != devices {
+		t.Errorf("%d devices in the snapshot, want %d", len(snap.Devices), devices)
+	}
+	for _, d := range snap.Devices {
+		if !d.ProcessesNotRead || len(d.Processes) != 0 {
+			t.Fatalf("%s on the list of hosts: processes not read %v, %d listed", d.ID, d.ProcessesNotRead, len(d.Processes))
+		}
+	}
+	t.Logf("tick over the list of hosts (%d devices, processes not read): median %v, max %v (the round that reads the labels), %.1f MiB a tick",
+		len(snap.Devices), median(ticks).Round(time.Millisecond), slices.Max(ticks).Round(time.Millisecond),
+		float64(ct.n.Load())/12/(1<<20))
+
+	src.SetOpenHost("host0007")
+	ticks = ticks[:0]
+	for i := range 5 {
+		ticks = append(ticks, tick(i))
 	}
 	procs := 0
 	for _, d := range snap.Devices {
 		procs += len(d.Processes)
 	}
-	if len(snap.Devices) != devices {
-		t.Errorf("%d devices in the snapshot, want %d", len(snap.Devices), devices)
+	if procs != f.GPUs*f.ProcsPerGPU {
+		t.Errorf("%d processes with host0007 open, want its %d", procs, f.GPUs*f.ProcsPerGPU)
 	}
-	t.Logf("tick (5 queries + decode + publish) over %d devices, %d processes: median %v, max %v, %.1f MiB a tick",
-		len(snap.Devices), procs, median(ticks).Round(time.Millisecond), slices.Max(ticks).Round(time.Millisecond),
-		float64(ct.n.Load())/6/(1<<20))
+	t.Logf("tick with host0007 open (%d processes read): median %v, max %v", procs,
+		median(ticks).Round(time.Millisecond), slices.Max(ticks).Round(time.Millisecond))
 }

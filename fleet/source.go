@@ -30,28 +30,40 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 )
 
-// The instant queries of each round; they run concurrently. The values are
-// aggregated down to the labels that identify a device, which keeps the
-// answers (and their decoding, most of a round's cost) small. Every label
-// of a device (its name, UUID, PCI bus, the scrape target) comes from
-// QueryDevices, asked on the first round, when a device appears and every
-// identityEvery rounds. Hosts are named by hostname (vramtop, dcgm-exporter
-// since 2026-05) or Hostname (before).
+// The instant queries of each round; they run concurrently. Prometheus's
+// time is about linear in the series a query selects, so a round asks for
+// the few that change: used memory and utilization (and temperature and
+// power). The values are aggregated down to the labels that identify a
+// device, which keeps the answers (and their decoding) small. Every label
+// of a device (its name, UUID, PCI bus, the scrape target) and the memory
+// that does not change while its driver is loaded (total, reserved) come
+// from QueryDevices and QueryReserved, asked on the first round, when a
+// device appears and every identityEvery rounds; free memory is what is
+// left (NVML's total is used + free + reserved, to the byte). Hosts are
+// named by hostname (vramtop, dcgm-exporter since 2026-05) or Hostname
+// (before).
 const (
-	QueryDevices = `vramtop_gpu_memory_total_bytes`
-	QueryValues  = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_(total|used|free|reserved)_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
+	QueryDevices  = `vramtop_gpu_memory_total_bytes`
+	QueryReserved = `max by (hostname, Hostname, gpu, GPU_I_ID) (vramtop_gpu_memory_reserved_bytes)`
+	QueryValues   = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_memory_used_bytes|vramtop_gpu_utilization_ratio|vramtop_up|DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE"})`
 	// QueryProcs are the processes with series of their own and, for the
 	// devices with more (over serve's --max-process-series), how many
-	// more and the memory they use.
+	// more and the memory they use: every host's (the live view asks
+	// those of the host open on screen only, ProcsQuery).
 	QueryProcs = `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)"})` +
 		` or max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_processes_unexported|vramtop_gpu_memory_unexported_bytes"}` +
 		` unless on (instance, job, hostname, Hostname, gpu, GPU_I_ID) (vramtop_gpu_processes_unexported == 0))`
-	// dcgm-exporter's series of the devices vramtop does not export: a
-	// host running both is read from vramtop alone.
+	// QueryDCGM are dcgm-exporter's series of the devices vramtop does not
+	// export (a host running both is read from vramtop alone), asked on the
+	// rounds that read the devices' labels; the other rounds ask for those
+	// of the scrape targets that had such devices then (DCGMQuery), none
+	// where none had: the series a host running both exporters sends
+	// twice are not read on every round.
 	QueryDCGM = `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL"} unless on (hostname, Hostname, gpu, GPU_I_ID) vramtop_gpu_memory_total_bytes`
-	// QueryTargetsDown are the scrape targets Prometheus could not scrape
-	// last time.
-	QueryTargetsDown = `up == 0`
+	// QueryTargets are the scrape targets, 0 for those Prometheus could
+	// not scrape last time (down); a target that was not there when the
+	// devices' labels were read makes the round read them.
+	QueryTargets = `up`
 	// QueryAlerts are the alerts each host's vramtop says are in force:
 	// the fleet shows them from its first answer, before the history its
 	// own rules need has been read.
@@ -84,6 +96,12 @@ func IsHostDown(d sampler.Device) bool { return strings.HasPrefix(d.Err, HostDow
 // the maximum of its step (max_over_time), so no spike is lost.
 const MaxBackfillPoints = 720
 
+// DCGMQuery is dcgm-exporter's series that the label matcher sel
+// (`instance=~"10\\.0\\.0\\.2:9400"`) selects.
+func DCGMQuery(sel string) string {
+	return `{__name__=~"DCGM_FI_DEV_FB_(TOTAL|USED|FREE|RESERVED)|DCGM_FI_DEV_GPU_UTIL", ` + sel + `}`
+}
+
 // identityEvery is how many rounds apart the devices' labels are read
 // again (a renamed host or a replaced GPU shows within a minute at 5 s).
 const identityEvery = 12
@@ -108,6 +126,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// OpenHostProcesses reads the processes of the host named by
+	// SetOpenHost only, none while it names none: the live view's list of
+	// hosts shows their devices, a host's processes once it is opened.
+	// Every host's processes each round when false (--once).
+	OpenHostProcesses bool
 }
 
 // Source reads a fleet from Prometheus. Its queries run on a goroutine of
@@ -120,12 +143,17 @@ type Source struct {
 	done   chan struct{} // closed when the poller has stopped
 	first  chan struct{} // closed after the first round of queries
 	kick   chan chan struct{}
+	// nudge asks the poller for a round now (a host was opened); wake
+	// tells the sampler that round has ended (sampler.Waker).
+	nudge chan struct{}
+	wake  chan struct{}
 
 	// listed is the round the last ReadProcesses listed, for Omitted
 	// (both on the sampler's goroutine).
 	listed *fleetState
 
 	mu       sync.Mutex
+	openHost string      // SetOpenHost's
 	state    *fleetState // the last successful round; nil before
 	err      error       // the last round's error
 	answered time.Time   // when the first successful round ended
@@ -149,11 +177,21 @@ type Source struct {
 	// down, and the down targets already looked up.
 	seen     map[string]*seenDevice
 	lookedUp map[string]bool
-	// ident holds each device's series of QueryDevices (all its labels),
-	// read identRound.
+	// ident holds each device's series of QueryDevices (all its labels,
+	// its total memory) and its reserved memory, read identRound.
 	ident      map[key]Labels
+	total      map[key]float64
+	reserved   map[key]float64
 	rounds     int
 	identRound int
+	// identDue: a device went, the next round reads the labels again
+	// (dcgm-exporter may still export it).
+	identDue bool
+	// targets are the scrape targets (up or not) and dcgmTargets those
+	// with devices of dcgm-exporter's only (a regexp of them), as of
+	// identRound.
+	targets     map[string]float64
+	dcgmTargets string
 }
 
 type fleetState struct {
@@ -170,6 +208,19 @@ type fleetState struct {
 	// hosts that are down were last read (their last values); the others
 	// were read this round.
 	listedAt map[string]time.Time
+	// Whose processes the round read: every host's (procsAll), one
+	// host's (procsOne, procsHost) or none. unread are the devices of
+	// hosts that are down whose processes were never read.
+	procsAll  bool
+	procsOne  bool
+	procsHost string
+	unread    map[string]bool
+}
+
+// read reports whether the round read the processes of the devices of
+// host.
+func (st *fleetState) read(host string) bool {
+	return st.procsAll || st.procsOne && st.procsHost == host
 }
 
 type devData struct {
@@ -184,6 +235,7 @@ type procData struct {
 
 type seenDevice struct {
 	dev      devData
+	k        key
 	instance string
 	at       time.Time // when it was last seen
 	// gone: not listed since at; procs, omitted and alerts are then its
@@ -192,6 +244,9 @@ type seenDevice struct {
 	procs   []sampler.ProcSample
 	omitted omittedProcs
 	alerts  []sampler.ReportedAlert
+	// procsRead: procs and omitted were read (the host's processes were
+	// asked for when it was last listed, or read back since).
+	procsRead bool
 }
 
 type history struct {
@@ -223,8 +278,10 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	s := &Source{
 		cfg: cfg, client: client, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan chan struct{}),
+		nudge: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		histDone: cfg.History <= 0, histPoints: MaxBackfillPoints,
-		seen: map[string]*seenDevice{}, lookedUp: map[string]bool{}, ident: map[key]Labels{},
+		seen: map[string]*seenDevice{}, lookedUp: map[string]bool{},
+		ident: map[key]Labels{}, total: map[key]float64{}, reserved: map[key]float64{},
 	}
 	go s.poll()
 	return s, nil
@@ -253,6 +310,7 @@ func (s *Source) poll() {
 	histRunning := false
 	histc := make(chan struct{}, 1)
 	var kicked []chan struct{}
+	nudged := false
 	for round := 0; ; round++ {
 		st, err := s.refresh()
 		s.mu.Lock()
@@ -312,6 +370,15 @@ func (s *Source) poll() {
 			close(ch)
 		}
 		kicked = kicked[:0]
+		if nudged {
+			// The host just opened has its processes read: the
+			// sampler need not wait for its next tick.
+			nudged = false
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
 		t := time.NewTimer(s.cfg.Interval)
 		for waiting := true; waiting; {
 			select {
@@ -325,6 +392,10 @@ func (s *Source) poll() {
 				histRunning = false
 			case ch := <-s.kick:
 				kicked = append(kicked, ch)
+				t.Stop()
+				waiting = false
+			case <-s.nudge:
+				nudged = true
 				t.Stop()
 				waiting = false
 			case <-t.C:
@@ -349,6 +420,46 @@ func (s *Source) Refresh(ctx context.Context) {
 	case <-ctx.Done():
 	case <-s.done:
 	}
+}
+
+// SetOpenHost names the host whose processes each round reads
+// (Config.OpenHostProcesses), "" for none; a host newly named is read at
+// once. It returns at once.
+func (s *Source) SetOpenHost(host string) {
+	s.mu.Lock()
+	changed := s.openHost != host
+	s.openHost = host
+	s.mu.Unlock()
+	if changed && host != "" {
+		select {
+		case s.nudge <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wake receives when a round asked for by SetOpenHost has ended
+// (sampler.Waker): the sampler then reads it at once.
+func (s *Source) Wake() <-chan struct{} { return s.wake }
+
+// NotListed reports whether the last ReadProcesses' round left the
+// processes of device dev (an index into the last Info's devices) unread:
+// those of a host not open (sampler.PartialLister).
+func (s *Source) NotListed(dev int) bool {
+	if s.listed == nil || dev < 0 || dev >= len(s.info.Devices) {
+		return false
+	}
+	d := s.info.Devices[dev]
+	if d.NoProcessList {
+		return false
+	}
+	if s.listed.unread[d.ID] {
+		return true
+	}
+	if _, gone := s.listed.listedAt[d.ID]; gone {
+		return false
+	}
+	return !s.listed.read(d.Hostname)
 }
 
 // Info returns the device list of the last answer. Until the history is
@@ -577,72 +688,142 @@ func (s *Source) timeoutError(err error) error {
 	return err
 }
 
+// The queries of a round, by their place in it.
+const (
+	qValues = iota
+	qProcs
+	qDCGM
+	qTargets
+	qDevices
+	qAlerts
+	qReserved
+	qClaims
+	nQueries
+)
+
+// aRound is one round of queries: what it asks, what it got.
+type aRound struct {
+	queries [nQueries]string
+	results [nQueries][]Sample
+	errs    [nQueries]error
+	// ident: the round reads the devices' labels.
+	ident bool
+	// open is the host open on screen (Config.OpenHostProcesses).
+	open string
+}
+
+// plan is round number n's queries, and the fleet it starts.
+func (s *Source) plan(n int) (*aRound, *fleetState) {
+	r := &aRound{ident: n == 0 || s.identDue || n-s.identRound >= identityEvery}
+	q := &r.queries
+	q[qValues], q[qTargets], q[qAlerts], q[qClaims] = QueryValues, QueryTargets, QueryAlerts, QueryClaims
+	switch {
+	case r.ident:
+		q[qDevices], q[qReserved], q[qDCGM] = QueryDevices, QueryReserved, QueryDCGM
+	case s.dcgmTargets != "":
+		q[qDCGM] = DCGMQuery(labelInstance + "=~" + strconv.Quote(s.dcgmTargets))
+	}
+	s.mu.Lock()
+	r.open = s.openHost
+	s.mu.Unlock()
+	st := &fleetState{procsAll: !s.cfg.OpenHostProcesses}
+	if st.procsAll {
+		q[qProcs] = QueryProcs
+	} else {
+		// The host open on screen, as its devices were last labelled: a
+		// host none of whose devices is labelled yet is read once they
+		// are.
+		s.askOpenHost(r, st)
+	}
+	return r, st
+}
+
+// askOpenHost adds the processes of the host open on screen to r, where
+// its devices are labelled.
+func (s *Source) askOpenHost(r *aRound, st *fleetState) {
+	if r.open == "" || r.queries[qProcs] != "" {
+		return
+	}
+	if sel := s.hostSelector(r.open); sel != "" {
+		r.queries[qProcs] = ProcsQuery(sel)
+		st.procsOne, st.procsHost = true, r.open
+	}
+}
+
+// ask runs the queries of r that have no answer yet, at once.
+func (s *Source) ask(ctx context.Context, r *aRound) error {
+	var wg sync.WaitGroup
+	for i, q := range r.queries {
+		if q != "" && r.results[i] == nil && r.errs[i] == nil {
+			wg.Go(func() {
+				r.results[i], r.errs[i] = s.client.Query(ctx, q)
+				if r.results[i] == nil && r.errs[i] == nil {
+					r.results[i] = []Sample{} // answered, with nothing
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, err := range r.errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // refresh runs one round of queries and builds the fleet from them.
 func (s *Source) refresh() (*fleetState, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
-	round := s.rounds
+	n := s.rounds
 	s.rounds++
-	queries := []string{QueryValues, QueryProcs, QueryDCGM, QueryTargetsDown, "", QueryAlerts, QueryClaims}
-	if round == 0 || round-s.identRound >= identityEvery {
-		queries[4] = QueryDevices
+	r, st := s.plan(n)
+	err := s.ask(ctx, r)
+	if err == nil && !r.ident && (s.unidentified(r.results[qValues]) || s.newTarget(r.results[qTargets])) {
+		// A device or a scrape target appeared (or a target went down
+		// or came back) since the labels were read.
+		r.ident = true
+		r.queries[qDevices], r.queries[qReserved], r.queries[qDCGM] = QueryDevices, QueryReserved, QueryDCGM
+		r.results[qDCGM] = nil
+		err = s.ask(ctx, r)
 	}
-	results := make([][]Sample, len(queries))
-	errs := make([]error, len(queries))
-	var wg sync.WaitGroup
-	for i, q := range queries {
-		if q != "" {
-			wg.Go(func() { results[i], errs[i] = s.client.Query(ctx, q) })
+	if err == nil && r.ident {
+		s.identify(r.results[qDevices], r.results[qReserved], r.results[qTargets])
+		s.identRound, s.identDue = n, false
+		if !st.procsAll {
+			// The open host's devices may be labelled now (it came
+			// back, say): its processes this round all the same.
+			s.askOpenHost(r, st)
+			err = s.ask(ctx, r)
 		}
 	}
-	wg.Wait()
-	if queries[4] == "" && errs[0] == nil && s.unidentified(results[0]) {
-		// A device appeared since its labels were read.
-		results[4], errs[4] = s.client.Query(ctx, QueryDevices)
-		queries[4] = QueryDevices
-	}
-	for _, err := range errs {
-		if err != nil {
-			// Keep the last fleet: the sampler shows it with the error
-			// and the next round tries again.
-			return nil, s.timeoutError(err)
-		}
-	}
-	if queries[4] != "" {
-		clear(s.ident)
-		for _, smp := range results[4] {
-			s.ident[keyOf(smp.Metric)] = smp.Metric
-		}
-		s.identRound = round
+	if err != nil {
+		// Keep the last fleet: the sampler shows it with the error and
+		// the next round tries again.
+		return nil, s.timeoutError(err)
 	}
 	now := s.cfg.Now()
-	list, devs := build(s.ident, results[0], results[2])
-	listed := make(map[string]bool, len(list))
-	st := &fleetState{devs: make([]devData, 0, len(list))}
-	for _, b := range list {
-		listed[b.info.ID] = true
-		d := devData{info: b.info, mem: b.mem}
-		if sd := s.seen[b.info.ID]; sd != nil {
-			*sd = seenDevice{dev: d, instance: b.instance, at: now}
-		} else {
-			s.seen[b.info.ID] = &seenDevice{dev: d, instance: b.instance, at: now}
-		}
-		st.devs = append(st.devs, d)
+	list, devs := build(identity{s.ident, s.total, s.reserved}, r.results[qValues], r.results[qDCGM])
+	if r.ident {
+		s.dcgmTargets = dcgmTargets(list)
 	}
-	st.procs, st.omitted = procsOf(results[1], devs)
-	st.alerts = alertsOf(results[5], devs)
-	st.claims = claimsOf(results[6], devs)
+	listed := s.list(st, list, now)
+	st.procs, st.omitted = procsOf(r.results[qProcs], devs, st.procsHost)
+	st.alerts = alertsOf(r.results[qAlerts], devs)
+	st.claims = claimsOf(r.results[qClaims], devs)
 
 	// Hosts that were listed and are gone: down (their target is) or
 	// stale. They stay, with their last values.
-	downTargets := map[string]bool{}
-	for _, smp := range results[3] {
-		if inst := smp.Metric.Get(labelInstance); inst != "" {
-			downTargets[inst] = true
-		}
-	}
+	downTargets := downTargetsOf(r.results[qTargets])
 	if err := s.forgetAndLookBack(ctx, listed, downTargets, now); err != nil {
 		return nil, s.timeoutError(err)
+	}
+	s.remember(listed)
+	if !st.procsAll && r.open != "" {
+		if err := s.readGoneProcesses(ctx, listed, r.open); err != nil {
+			return nil, s.timeoutError(err)
+		}
 	}
 	s.keepGone(st, listed, downTargets, now)
 	st.byID = make(map[string]int, len(st.devs))
@@ -650,6 +831,159 @@ func (s *Source) refresh() (*fleetState, error) {
 		st.byID[d.info.ID] = i
 	}
 	return st, nil
+}
+
+// list puts the devices of list in st and remembers them as seen now; it
+// returns their IDs.
+func (s *Source) list(st *fleetState, list []*building, now time.Time) map[string]bool {
+	listed := make(map[string]bool, len(list))
+	st.devs = make([]devData, 0, len(list))
+	for _, b := range list {
+		listed[b.info.ID] = true
+		d := devData{info: b.info, mem: b.mem}
+		if sd := s.seen[b.info.ID]; sd != nil {
+			*sd = seenDevice{dev: d, k: b.k, instance: b.instance, at: now}
+		} else {
+			s.seen[b.info.ID] = &seenDevice{dev: d, k: b.k, instance: b.instance, at: now}
+		}
+		st.devs = append(st.devs, d)
+	}
+	return listed
+}
+
+// downTargetsOf are the scrape targets of targets (QueryTargets' answer)
+// that are down.
+func downTargetsOf(targets []Sample) map[string]bool {
+	down := map[string]bool{}
+	for _, smp := range targets {
+		if inst := smp.Metric.Get(labelInstance); inst != "" && smp.Value == 0 {
+			down[inst] = true
+		}
+	}
+	return down
+}
+
+// identify keeps the labels and total memory of each device of devices
+// (QueryDevices' answer), the reserved memory of reserved
+// (QueryReserved's) and the scrape targets of targets (QueryTargets').
+func (s *Source) identify(devices, reserved, targets []Sample) {
+	clear(s.ident)
+	clear(s.total)
+	clear(s.reserved)
+	for _, smp := range devices {
+		k := keyOf(smp.Metric)
+		s.ident[k] = smp.Metric
+		s.total[k] = smp.Value
+	}
+	for _, smp := range reserved {
+		s.reserved[keyOf(smp.Metric)] = smp.Value
+	}
+	s.targets = make(map[string]float64, len(targets))
+	for _, smp := range targets {
+		s.targets[smp.Metric.Get(labelInstance)] = smp.Value
+	}
+}
+
+// dcgmTargets are the scrape targets of the devices of list that only
+// dcgm-exporter exports, as a regexp.
+func dcgmTargets(list []*building) string {
+	set := map[string]bool{}
+	for _, b := range list {
+		if b.info.NoProcessList && b.instance != "" {
+			set[regexp.QuoteMeta(b.instance)] = true
+		}
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), "|")
+}
+
+// newTarget reports whether targets (QueryTargets' answer) hold one that
+// was not there when the labels were read, or that has gone down or come
+// back since.
+func (s *Source) newTarget(targets []Sample) bool {
+	for _, smp := range targets {
+		if v, ok := s.targets[smp.Metric.Get(labelInstance)]; !ok || v != smp.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// hostSelector is the label matcher of the series of host's vramtop, as
+// its devices were last labelled: the label the host is named by, else its
+// scrape targets; "" when no device of vramtop's is known on host.
+func (s *Source) hostSelector(host string) string {
+	var insts []string
+	for k, m := range s.ident {
+		if k.host != host {
+			continue
+		}
+		switch {
+		case m.Get(metricname.LabelHostname) == host:
+			return metricname.LabelHostname + "=" + strconv.Quote(host)
+		case m.Get(metricname.LabelHostnameOld) == host:
+			return metricname.LabelHostnameOld + "=" + strconv.Quote(host)
+		}
+		if inst := regexp.QuoteMeta(m.Get(labelInstance)); !slices.Contains(insts, inst) {
+			insts = append(insts, inst)
+		}
+	}
+	if len(insts) == 0 {
+		return ""
+	}
+	slices.Sort(insts)
+	return labelInstance + "=~" + strconv.Quote(strings.Join(insts, "|"))
+}
+
+// ProcsQuery is QueryProcs for the series that the label matcher sel
+// (`hostname="node1"`) selects.
+func ProcsQuery(sel string) string {
+	return `max by (__name__, hostname, Hostname, gpu, GPU_I_ID, pid, user, command, type, container_id) ({__name__=~"vramtop_process_gpu_memory_(bytes|unknown)", ` + sel + `})` +
+		` or max by (__name__, hostname, Hostname, gpu, GPU_I_ID) ({__name__=~"vramtop_gpu_processes_unexported|vramtop_gpu_memory_unexported_bytes", ` + sel + `}` +
+		` unless on (instance, job, hostname, Hostname, gpu, GPU_I_ID) (vramtop_gpu_processes_unexported{` + sel + `} == 0))`
+}
+
+// readGoneProcesses reads the processes of host's devices that are gone
+// and whose processes were never read (the host went down while it was
+// not open), as they were when it was last listed.
+func (s *Source) readGoneProcesses(ctx context.Context, listed map[string]bool, host string) error {
+	at := map[string]time.Time{}
+	for id, sd := range s.seen {
+		if !listed[id] && !sd.procsRead && sd.dev.info.Hostname == host && !sd.dev.info.NoProcessList && sd.instance != "" {
+			at[sd.instance] = sd.at
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	smps, err := s.lastScrapes(ctx, at)
+	if err != nil {
+		return err
+	}
+	var procSmps []Sample
+	for _, smp := range smps {
+		if smp.Metric.Get(labelName) != metricname.Alert {
+			procSmps = append(procSmps, smp)
+		}
+	}
+	devs := map[key]*building{}
+	for id, sd := range s.seen {
+		if !listed[id] && !sd.procsRead && sd.dev.info.Hostname == host {
+			devs[sd.k] = &building{k: sd.k, info: sd.dev.info}
+		}
+	}
+	ps, omitted := procsOf(procSmps, devs, host)
+	for id, sd := range s.seen {
+		if listed[id] || sd.procsRead || sd.dev.info.Hostname != host || at[sd.instance].IsZero() {
+			continue
+		}
+		sd.procs, sd.omitted, sd.procsRead = nil, omitted[id], true
+		for _, p := range ps {
+			if p.dev == id {
+				sd.procs = append(sd.procs, p.p)
+			}
+		}
+	}
+	return nil
 }
 
 // forgetAndLookBack forgets the devices gone for longer than they are
@@ -688,25 +1022,17 @@ func (s *Source) forgetAndLookBack(ctx context.Context, listed, downTargets map[
 }
 
 // keepGone adds to st the devices seen before and not listed now, with
-// their last values, processes and alerts, each marked with why and since
-// when. A device that has just gone takes its processes and alerts from
-// the last round that listed it.
+// their last values, processes (where they were read) and alerts, each
+// marked with why and since when.
 func (s *Source) keepGone(st *fleetState, listed, downTargets map[string]bool, now time.Time) {
 	liveHosts := make(map[string]bool, len(st.devs))
 	for _, d := range st.devs {
 		liveHosts[d.info.Hostname] = true
 	}
 	var gone []devData
-	var justGone map[string]*seenDevice
 	for id, sd := range s.seen {
 		if listed[id] {
 			continue
-		}
-		if !sd.gone {
-			if justGone == nil {
-				justGone = map[string]*seenDevice{}
-			}
-			justGone[id] = sd
 		}
 		d := sd.dev
 		since := clockTime(sd.at, now)
@@ -725,11 +1051,21 @@ func (s *Source) keepGone(st *fleetState, listed, downTargets map[string]bool, n
 	if len(gone) == 0 {
 		return
 	}
-	s.remember(justGone)
 	st.listedAt = make(map[string]time.Time, len(gone))
 	for _, d := range gone {
 		id := d.info.ID
 		sd := s.seen[id]
+		for _, a := range sd.alerts {
+			a.Message += "; last known, " + d.mem.Err.Error()
+			st.alerts = append(st.alerts, a)
+		}
+		if !sd.procsRead {
+			if st.unread == nil {
+				st.unread = map[string]bool{}
+			}
+			st.unread[id] = true
+			continue
+		}
 		st.listedAt[id] = sd.at
 		for _, p := range sd.procs {
 			st.procs = append(st.procs, procData{dev: id, p: p})
@@ -740,20 +1076,26 @@ func (s *Source) keepGone(st *fleetState, listed, downTargets map[string]bool, n
 			}
 			st.omitted[id] = sd.omitted
 		}
-		for _, a := range sd.alerts {
-			a.Message += "; last known, " + d.mem.Err.Error()
-			st.alerts = append(st.alerts, a)
-		}
 	}
 	st.devs = append(st.devs, gone...)
 	sortDevices(st.devs)
 }
 
-// remember keeps, for the devices that have just gone, their processes,
-// omitted processes and alerts of the last round that listed them.
-func (s *Source) remember(justGone map[string]*seenDevice) {
-	for _, sd := range justGone {
+// remember keeps, for the devices seen before that are not listed now and
+// were listed by the last round, that round's processes (where it read
+// them), omitted processes and alerts.
+func (s *Source) remember(listed map[string]bool) {
+	var justGone map[string]*seenDevice
+	for id, sd := range s.seen {
+		if listed[id] || sd.gone {
+			continue
+		}
 		sd.gone = true
+		s.identDue = true
+		if justGone == nil {
+			justGone = map[string]*seenDevice{}
+		}
+		justGone[id] = sd
 	}
 	prev := s.state
 	if len(justGone) == 0 || prev == nil {
@@ -771,13 +1113,14 @@ func (s *Source) remember(justGone map[string]*seenDevice) {
 	}
 	for id, sd := range justGone {
 		sd.omitted = prev.omitted[id]
+		sd.procsRead = prev.read(sd.dev.info.Hostname) && !prev.unread[id]
 	}
 }
 
 // unidentified reports whether a device of the values has no labels read.
 func (s *Source) unidentified(values []Sample) bool {
 	for _, smp := range values {
-		if smp.Metric.Get(labelName) != metricname.MemoryTotal {
+		if smp.Metric.Get(labelName) != metricname.MemoryUsed {
 			continue
 		}
 		if _, ok := s.ident[keyOf(smp.Metric)]; !ok {
@@ -863,15 +1206,15 @@ func (s *Source) lookBack(ctx context.Context, insts []string, now time.Time) er
 		}
 		procSmps = append(procSmps, smp)
 	}
-	list, devs := build(nil, vram, dcgm)
-	ps, omitted := procsOf(procSmps, devs)
+	list, devs := build(identity{}, vram, dcgm)
+	ps, omitted := procsOf(procSmps, devs, "")
 	alerts := alertsOf(alertSmps, devs)
 	for _, b := range list {
 		t, ok := at[b.instance]
 		if !ok {
 			t = now.Add(-DownLookback)
 		}
-		sd := &seenDevice{dev: devData{info: b.info, mem: b.mem}, instance: b.instance, at: t, gone: true, omitted: omitted[b.info.ID]}
+		sd := &seenDevice{dev: devData{info: b.info, mem: b.mem}, k: b.k, instance: b.instance, at: t, gone: true, omitted: omitted[b.info.ID], procsRead: true}
 		for _, p := range ps {
 			if p.dev == b.info.ID {
 				sd.procs = append(sd.procs, p.p)
@@ -975,13 +1318,22 @@ type building struct {
 	mem      sampler.MemSample
 	instance string
 	total    bool // total known directly
+	free     bool // free known directly
 }
 
-// build makes the device list, sorted, from the vramtop series (totals and
-// values) with each device's labels from idents, and dcgm-exporter's
-// series; it returns the devices by key too.
-func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*building) {
-	devs := make(map[key]*building, len(idents))
+// identity is what the fleet knows of each vramtop device from the rounds
+// that read its labels: the labels, total and reserved memory.
+type identity struct {
+	labels          map[key]Labels
+	total, reserved map[key]float64
+}
+
+// build makes the device list, sorted, from the vramtop series (values;
+// in a look back, totals too) with each device's labels and the memory
+// that does not change from idents, and dcgm-exporter's series; it returns
+// the devices by key too.
+func build(idents identity, vram, dcgm []Sample) ([]*building, map[key]*building) {
+	devs := make(map[key]*building, len(idents.labels))
 	get := func(m Labels) *building {
 		k := keyOf(m)
 		b := devs[k]
@@ -1033,8 +1385,16 @@ func build(idents map[key]Labels, vram, dcgm []Sample) ([]*building, map[key]*bu
 		}
 	}
 	for k, b := range devs {
-		if m, ok := idents[k]; ok {
+		if m, ok := idents.labels[k]; ok {
 			b.identify(m)
+		}
+		if b.info.NoProcessList {
+			// dcgm-exporter's: its own series say it all.
+		} else if v, ok := idents.total[k]; ok && !b.total && !math.IsNaN(v) {
+			b.setVramtop(metricname.MemoryTotal, v)
+		}
+		if v, ok := idents.reserved[k]; ok && !b.info.NoProcessList && !b.mem.HasReserved && !math.IsNaN(v) {
+			b.setVramtop(metricname.MemoryReserved, v)
 		}
 		// A GPU with MIG instances is their parent.
 		if p := devs[key{k.host, k.gpu, ""}]; k.gi != "" && p != nil {
@@ -1073,7 +1433,7 @@ func (b *building) setVramtop(name string, value float64) {
 	case metricname.MemoryUsed:
 		b.mem.Used = v
 	case metricname.MemoryFree:
-		b.mem.Free = v
+		b.mem.Free, b.free = v, true
 	case metricname.MemoryReserved:
 		b.mem.Reserved, b.mem.HasReserved = v, true
 	case metricname.Utilization:
@@ -1092,7 +1452,7 @@ func (b *building) setDCGM(name string, value float64) {
 	case metricname.DCGMFBUsed:
 		b.mem.Used = v
 	case metricname.DCGMFBFree:
-		b.mem.Free = v
+		b.mem.Free, b.free = v, true
 	case metricname.DCGMFBReserved:
 		b.mem.Reserved, b.mem.HasReserved = v, true
 	case metricname.DCGMGPUUtil:
@@ -1114,13 +1474,19 @@ func (b *building) setExtra(name string, value float64) {
 }
 
 // finish completes the device once every series is read: a total from
-// its parts where none was given, and the error of a host whose exporter
-// has no recent sample.
+// its parts where none was given, free memory from the total where it was
+// not asked for, and the error of a host whose exporter has no recent
+// sample.
 func (b *building) finish(hostDown bool) {
-	if !b.total {
+	switch {
+	case !b.total:
 		// dcgm-exporter's default counters have no total: NVML v2's
 		// parts add up to it.
 		b.mem.Total = b.mem.Used + b.mem.Free + b.mem.Reserved
+	case !b.free && b.mem.Total >= b.mem.Used+b.mem.Reserved:
+		// NVML's total is used + free + reserved, to the byte (v1's
+		// used counts the reserved memory, which it does not report).
+		b.mem.Free = b.mem.Total - b.mem.Used - b.mem.Reserved
 	}
 	if hostDown {
 		b.mem.Err = fmt.Errorf("the exporter on %s has no recent GPU sample", b.k.host)
@@ -1179,14 +1545,14 @@ type omittedProcs struct {
 	known bool
 }
 
-// procsOf are the processes of the listed devices, and by device ID those
-// their exporters left out.
-func procsOf(procs []Sample, devs map[key]*building) ([]procData, map[string]omittedProcs) {
+// procsOf are the processes of the listed devices (of host only, where
+// not ""), and by device ID those their exporters left out.
+func procsOf(procs []Sample, devs map[key]*building, host string) ([]procData, map[string]omittedProcs) {
 	out := make([]procData, 0, len(procs))
 	var omitted map[string]omittedProcs
 	for _, smp := range procs {
 		b := devs[keyOf(smp.Metric)]
-		if b == nil {
+		if b == nil || host != "" && b.info.Hostname != host {
 			continue
 		}
 		switch name := smp.Metric.Get(labelName); name {

@@ -7,7 +7,9 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,7 +73,8 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, q)
 	w.Header().Set("Content-Type", "application/json")
-	if f.failing[q] {
+	dcgm, dcgmOf := f.dcgmOf(q)
+	if f.failing[q] || dcgm && f.failing[QueryDCGM] {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintf(w, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`)
 		return
@@ -86,6 +89,9 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/v1/query":
 		answer, ok := f.series[q]
+		if dcgm {
+			answer, ok = dcgmOf, true
+		}
 		for p, ss := range f.prefixed {
 			if !ok && strings.HasPrefix(q, p) {
 				answer = ss
@@ -108,6 +114,27 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": kind, "result": out}})
+}
+
+// dcgmOf answers DCGMQuery(`instance=~"…"`) as Prometheus would: the
+// series of QueryDCGM's answer of those scrape targets.
+func (f *fakeProm) dcgmOf(q string) (bool, []fakeSeries) {
+	prefix := strings.TrimSuffix(DCGMQuery(`instance=~`), "}")
+	if !strings.HasPrefix(q, prefix) || !strings.HasSuffix(q, "}") {
+		return false, nil
+	}
+	re, err := strconv.Unquote(strings.TrimSuffix(q[len(prefix):], "}"))
+	if err != nil {
+		return false, nil
+	}
+	insts := regexp.MustCompile("^(?:" + re + ")$")
+	var out []fakeSeries
+	for _, x := range f.series[QueryDCGM] {
+		if insts.MatchString(x.labels["instance"]) {
+			out = append(out, x)
+		}
+	}
+	return true, out
 }
 
 func lbl(name string, kv ...string) map[string]string {
@@ -424,7 +451,9 @@ func TestFleetHostAppears(t *testing.T) {
 	if snap := s.Once(); len(snap.Devices) != 3 {
 		t.Fatalf("%d devices before hostB appears, want 3", len(snap.Devices))
 	}
+	// Its exporter is a new scrape target.
 	fp.set(QueryDCGM, dcgm...)
+	fp.set(QueryTargets, fakeSeries{map[string]string{"__name__": "up", "job": "dcgm", "instance": "10.0.0.2:9400"}, 1})
 	snap, _ := next(src, s, clk)
 	if _, ok := snap.Device("hostB:0"); !ok || len(snap.Devices) != 4 {
 		t.Errorf("devices after hostB appears: %q", deviceIDs(snap))
