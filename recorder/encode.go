@@ -60,11 +60,8 @@ func (e *Encoder) Header(snap sampler.Snapshot, created time.Time) Header {
 		ProcessInterval: Duration(e.processInterval),
 		Devices:         make([]DeviceInfo, len(snap.Devices)),
 	}
-	for i, d := range snap.Devices {
-		h.Devices[i] = DeviceInfo{
-			ID: d.ID, Index: d.Index, Hostname: d.Hostname, Name: d.Name, UUID: d.UUID,
-			PCIBusID: d.PCIBusID, MIGEnabled: d.MIGEnabled, MIG: d.MIG, NoProcessList: d.NoProcessList,
-		}
+	for i := range snap.Devices {
+		h.Devices[i] = snap.Devices[i].Info()
 	}
 	return h
 }

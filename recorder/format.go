@@ -67,19 +67,8 @@ type Header struct {
 	Devices         []DeviceInfo `json:"devices"`
 }
 
-// DeviceInfo is the static part of a device.
-type DeviceInfo struct {
-	ID         string           `json:"id"`
-	Index      int              `json:"index"`
-	Hostname   string           `json:"hostname,omitempty"`
-	Name       string           `json:"name,omitempty"`
-	UUID       string           `json:"uuid,omitempty"`
-	PCIBusID   string           `json:"pci_bus_id,omitempty"`
-	MIGEnabled bool             `json:"mig_enabled,omitempty"`
-	MIG        *sampler.MIGInfo `json:"mig,omitempty"`
-	// NoProcessList: the source cannot list this device's processes.
-	NoProcessList bool `json:"no_proc,omitempty"`
-}
+// DeviceInfo is the static part of a device, as the sampler has it.
+type DeviceInfo = sampler.DeviceInfo
 
 // Record is one snapshot: a keyframe line, or what a delta line stands for.
 type Record struct {

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"reflect"
+
 	"github.com/vramtop/vramtop/internal/inert"
 	"github.com/vramtop/vramtop/recorder"
 	"github.com/vramtop/vramtop/sampler"
@@ -17,7 +19,13 @@ func inertHeader(h *recorder.Header) {
 	}
 	for i := range h.Devices {
 		d := &h.Devices[i]
-		d.ID, d.Hostname, d.Name, d.UUID, d.PCIBusID = inert.String(d.ID), inert.String(d.Hostname), inert.String(d.Name), inert.String(d.UUID), inert.String(d.PCIBusID)
+		// Every text of the device's description.
+		v := reflect.ValueOf(d).Elem()
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Kind() == reflect.String {
+				f.SetString(inert.String(f.String()))
+			}
+		}
 		if d.MIG != nil && !inert.Is(d.MIG.Profile) {
 			m := *d.MIG
 			m.Profile = inert.String(m.Profile)

@@ -567,8 +567,7 @@ func (r *Recording) snapshot(c *cursor, i int) sampler.Snapshot {
 		// What the line recorded of the device, what the header says of
 		// it, and what replay rebuilds.
 		dev := d.Device
-		dev.Index, dev.Hostname, dev.Name, dev.UUID = di.Index, di.Hostname, di.Name, di.UUID
-		dev.PCIBusID, dev.MIGEnabled, dev.MIG, dev.NoProcessList = di.PCIBusID, di.MIGEnabled, di.MIG, di.NoProcessList
+		dev.SetInfo(di)
 		dev.History = c.series[seriesKey{dev: d.ID}].window(devCap)
 		dev.Processes = make([]sampler.Process, len(d.Procs))
 		dev.PeakUsed = dev.History.Max()

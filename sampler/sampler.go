@@ -902,42 +902,15 @@ func (s *Sampler) publish(now time.Time) Snapshot {
 	}
 	snap.Devices = make([]Device, len(s.devs))
 	for i, d := range s.devs {
-		dev := Device{
-			ID: d.info.ID, Index: d.info.Index, Hostname: d.info.Hostname,
-			Name: d.info.Name, UUID: d.info.UUID, PCIBusID: d.info.PCIBusID,
-			MIGEnabled: d.info.MIGEnabled, MIG: d.info.MIG, NoProcessList: d.info.NoProcessList,
-			History: d.ring.Window(),
-		}
+		var dev Device
+		dev.SetInfo(d.info)
+		dev.History = d.ring.Window()
 		dev.PeakUsed = dev.History.Max()
 		dev.RecentPeakUsed = d.recentPeak
 		d.recentPeak = 0
 		m := d.last
 		if d.seen {
-			dev.MemoryTotal, dev.MemoryUsed, dev.MemoryFree = m.Total, m.Used, m.Free
-			if m.HasReserved {
-				dev.MemoryReserved = Ptr(m.Reserved)
-			}
-			if m.HasUtil {
-				dev.UtilizationPercent = Ptr(m.Util)
-			}
-			if m.HasTemp {
-				dev.TemperatureC = Ptr(m.TempC)
-			}
-			if m.HasPower {
-				dev.PowerWatts = Ptr(m.PowerW)
-			}
-			if m.HasEnergy {
-				dev.EnergyMillijoules = Ptr(m.EnergyMJ)
-			}
-			if m.EnergyErr != nil {
-				dev.EnergyError = m.EnergyErr.Error()
-			}
-			if m.HasSMClock {
-				dev.SMClockMHz = Ptr(m.SMClockMHz)
-			}
-			if m.HasMemClock {
-				dev.MemoryClockMHz = Ptr(m.MemClockMHz)
-			}
+			m.fill(&dev)
 		}
 		switch {
 		case m.Err != nil:

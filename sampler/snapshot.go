@@ -272,6 +272,18 @@ type ProcessKey struct {
 	Start  int64
 }
 
+// SetInfo gives d the static description di.
+func (d *Device) SetInfo(di DeviceInfo) {
+	d.ID, d.Index, d.Hostname, d.Name, d.UUID, d.PCIBusID = di.ID, di.Index, di.Hostname, di.Name, di.UUID, di.PCIBusID
+	d.MIGEnabled, d.MIG, d.NoProcessList = di.MIGEnabled, di.MIG, di.NoProcessList
+}
+
+// Info is d's static description.
+func (d *Device) Info() DeviceInfo {
+	return DeviceInfo{ID: d.ID, Index: d.Index, Hostname: d.Hostname, Name: d.Name, UUID: d.UUID, PCIBusID: d.PCIBusID,
+		MIGEnabled: d.MIGEnabled, MIG: d.MIG, NoProcessList: d.NoProcessList}
+}
+
 // UsedPercent is the device's used memory as a percentage of its total.
 func (d Device) UsedPercent() float64 {
 	if d.MemoryTotal == 0 {

@@ -42,20 +42,22 @@ type SourceInfo struct {
 	Warnings []string
 }
 
-// DeviceInfo is the static description of a device.
+// DeviceInfo is the static description of a device: the fields of the
+// Device of the same names (Device.SetInfo and Device.Info copy them), and
+// as a recording's header lists it (the json names).
 type DeviceInfo struct {
-	ID         string
-	Index      int
-	Hostname   string
-	Name       string
-	UUID       string
-	PCIBusID   string
-	MIGEnabled bool
-	MIG        *MIGInfo
+	ID         string   `json:"id"`
+	Index      int      `json:"index"`
+	Hostname   string   `json:"hostname,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	UUID       string   `json:"uuid,omitempty"`
+	PCIBusID   string   `json:"pci_bus_id,omitempty"`
+	MIGEnabled bool     `json:"mig_enabled,omitempty"`
+	MIG        *MIGInfo `json:"mig,omitempty"`
 	// NoProcessList is true where the source cannot list the device's
 	// processes (a host seen only through dcgm-exporter): its unattributed
 	// memory is then unknown, not all of it.
-	NoProcessList bool
+	NoProcessList bool `json:"no_proc,omitempty"`
 }
 
 // MemSample is one reading of a device. Fields with a Has flag are optional.
@@ -81,6 +83,37 @@ type MemSample struct {
 	HasSMClock, HasMemClock bool
 	// Err marks this device as failed for this reading.
 	Err error
+}
+
+// fill gives d the values of the reading: each one the device has (its Has
+// flag set) becomes the Device's field. The reading's Err is the sampler's
+// to say (with the process list's).
+func (m *MemSample) fill(d *Device) {
+	d.MemoryTotal, d.MemoryUsed, d.MemoryFree = m.Total, m.Used, m.Free
+	if m.HasReserved {
+		d.MemoryReserved = Ptr(m.Reserved)
+	}
+	if m.HasUtil {
+		d.UtilizationPercent = Ptr(m.Util)
+	}
+	if m.HasTemp {
+		d.TemperatureC = Ptr(m.TempC)
+	}
+	if m.HasPower {
+		d.PowerWatts = Ptr(m.PowerW)
+	}
+	if m.HasEnergy {
+		d.EnergyMillijoules = Ptr(m.EnergyMJ)
+	}
+	if m.EnergyErr != nil {
+		d.EnergyError = m.EnergyErr.Error()
+	}
+	if m.HasSMClock {
+		d.SMClockMHz = Ptr(m.SMClockMHz)
+	}
+	if m.HasMemClock {
+		d.MemoryClockMHz = Ptr(m.MemClockMHz)
+	}
 }
 
 // ProcSample is one process on one device as a source lists it: the
