@@ -74,27 +74,6 @@ func (r Row) Key() string {
 	return fmt.Sprintf("p:%s:%d:%d", r.Dev, r.Proc.PID, r.Proc.StartTime.UnixNano())
 }
 
-type SortMode int
-
-const (
-	SortMem SortMode = iota
-	SortPeak
-	SortAge
-	SortPID
-	SortUser
-	SortGPU
-	SortCPU
-	SortRSS
-	SortUtil  // GPU%: the process's SM utilization
-	SortShare // GMEM%: the process's share of its GPU's memory
-	NSortModes
-	noSort SortMode = -1
-)
-
-func (s SortMode) String() string {
-	return [...]string{"memory", "peak", "age", "pid", "user", "device", "cpu", "rss", "gpu%", "gmem%"}[s]
-}
-
 // GroupMode is what the table sums by: nothing, users or jobs.
 type GroupMode int
 
@@ -231,28 +210,10 @@ func sortRows(rows []Row, by SortMode, rev bool) {
 		if ra, rb := a.rank(), b.rank(); ra != rb {
 			return ra < rb
 		}
-		// c < 0: a first in the column's own order (the largest first for
-		// amounts, ascending for names, PIDs and devices).
+		// c < 0: a first in the column's own order.
 		c := 0
-		switch by {
-		case SortPeak:
-			c = cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes)
-		case SortAge:
-			c = cmp.Compare(b.Age, a.Age)
-		case SortPID:
-			c = cmp.Compare(a.Proc.PID, b.Proc.PID)
-		case SortUser:
-			c = strings.Compare(a.Proc.User, b.Proc.User)
-		case SortGPU:
-			c = CompareIDs(a.Dev, b.Dev)
-		case SortCPU:
-			c = -compareOpt(a.Proc.CPUPercent, b.Proc.CPUPercent)
-		case SortRSS:
-			c = -compareOpt(a.Proc.HostMemoryBytes, b.Proc.HostMemoryBytes)
-		case SortUtil:
-			c = -compareOpt(a.Proc.UtilizationPercent, b.Proc.UtilizationPercent)
-		case SortShare:
-			c = cmp.Compare(b.Pct, a.Pct)
+		if by >= 0 && by < NSortModes && sortOrders[by] != nil {
+			c = sortOrders[by](a, b)
 		}
 		if c != 0 {
 			return flip(c) < 0

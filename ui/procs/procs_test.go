@@ -37,3 +37,19 @@ func TestColumnLegendNamesTheTablesColumns(t *testing.T) {
 		}
 	}
 }
+
+// Every sort but memory's (the table's own) is a column's, with its
+// order, and its name.
+func TestEverySortHasItsColumn(t *testing.T) {
+	for mode := SortMode(0); mode < NSortModes; mode++ {
+		if mode.String() == "" {
+			t.Errorf("sort %d has no name", mode)
+		}
+		if mode != SortMem && sortOrders[mode] == nil {
+			t.Errorf("sort %s: no column says its order", mode)
+		}
+		if sortTitle(mode) == mode.String() && mode != SortMem {
+			t.Errorf("sort %s: no column sorts by it", mode)
+		}
+	}
+}

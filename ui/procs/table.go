@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -193,6 +194,10 @@ type procColumn struct {
 	wide bool
 	// last: left out only of the narrowest form, after the short sizes.
 	last bool
+	// order is the column's sort: < 0 puts a first in the column's own
+	// order (the largest first for amounts, ascending for names, PIDs and
+	// devices). The memory sort is the table's own (sortRows).
+	order func(a, b Row) int
 }
 
 // columnTable is a table's columns, left to right; the last one takes the
@@ -205,17 +210,51 @@ const (
 	markerWidth  = 2  // "● " marks your processes in the live view
 )
 
+// SortMode is a sort of the process table: the column it sorts by. A
+// column that sorts adds its mode before NSortModes, its name to String,
+// and says its order in procColumns.
+type SortMode int
+
+const (
+	SortMem SortMode = iota
+	SortPeak
+	SortAge
+	SortPID
+	SortUser
+	SortGPU
+	SortCPU
+	SortRSS
+	SortUtil  // GPU%: the process's SM utilization
+	SortShare // GMEM%: the process's share of its GPU's memory
+	NSortModes
+	noSort SortMode = -1
+)
+
+func (s SortMode) String() string {
+	return [...]string{"memory", "peak", "age", "pid", "user", "device", "cpu", "rss", "gpu%", "gmem%"}[s]
+}
+
+// sortOrders are the columns' orders, by their sort.
+var sortOrders = func() (o [NSortModes]func(a, b Row) int) {
+	for _, c := range procColumns {
+		if c.sort != noSort {
+			o[c.sort] = c.order
+		}
+	}
+	return o
+}()
+
 // procColumns is the process table.
 var procColumns = columnTable{
 	{title: "GPU", sort: SortGPU, width: 3, grow: func(r Row) int { return len(r.DevLabel) }, most: 24, shortMost: 24,
-		cell: func(r Row, _ bool) string { return r.DevLabel }},
-	{title: "PID", sort: SortPID, right: true, width: 7, cell: func(r Row, _ bool) string {
+		cell: func(r Row, _ bool) string { return r.DevLabel }, order: func(a, b Row) int { return CompareIDs(a.Dev, b.Dev) }},
+	{title: "PID", sort: SortPID, order: func(a, b Row) int { return cmp.Compare(a.Proc.PID, b.Proc.PID) }, right: true, width: 7, cell: func(r Row, _ bool) string {
 		if r.Kind != RowProc {
 			return "-"
 		}
 		return strconv.FormatUint(uint64(r.Proc.PID), 10)
 	}},
-	{title: "USER", sort: SortUser, width: 4, grow: func(r Row) int { return len(r.Proc.User) }, most: 12, shortMost: 8,
+	{title: "USER", sort: SortUser, order: func(a, b Row) int { return strings.Compare(a.Proc.User, b.Proc.User) }, width: 4, grow: func(r Row) int { return len(r.Proc.User) }, most: 12, shortMost: 8,
 		cell: func(r Row, _ bool) string {
 			switch {
 			case r.Kind != RowProc:
@@ -246,9 +285,9 @@ var procColumns = columnTable{
 	}},
 	// GMEM%: the process's share of its GPU's memory (nvtop shows it in
 	// its GPU MEM column).
-	{title: "GMEM%", sort: SortShare, right: true, width: 5, cell: pctCell},
+	{title: "GMEM%", sort: SortShare, order: func(a, b Row) int { return cmp.Compare(b.Pct, a.Pct) }, right: true, width: 5, cell: pctCell},
 	// GPU%: the process's SM utilization, as nvtop's GPU% and nvitop's %SM.
-	{title: "GPU%", sort: SortUtil, right: true, width: 4, last: true, show: anyUtil, cell: func(r Row, _ bool) string {
+	{title: "GPU%", sort: SortUtil, order: func(a, b Row) int { return -compareOpt(a.Proc.UtilizationPercent, b.Proc.UtilizationPercent) }, right: true, width: 4, last: true, show: anyUtil, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -257,7 +296,7 @@ var procColumns = columnTable{
 		}
 		return fmt.Sprintf("%.0f%%", *r.Proc.UtilizationPercent)
 	}},
-	{title: "PEAK", sort: SortPeak, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+	{title: "PEAK", sort: SortPeak, order: func(a, b Row) int { return cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes) }, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
 		if r.Kind != RowProc || r.Proc.PeakBytes == 0 {
 			return ""
 		}
@@ -265,7 +304,7 @@ var procColumns = columnTable{
 	}},
 	// CPU% and RSS: the process's host CPU (100 = one core) and resident
 	// host memory.
-	{title: "CPU%", sort: SortCPU, right: true, width: 5, wide: true, show: anyCPU, cell: func(r Row, _ bool) string {
+	{title: "CPU%", sort: SortCPU, order: func(a, b Row) int { return -compareOpt(a.Proc.CPUPercent, b.Proc.CPUPercent) }, right: true, width: 5, wide: true, show: anyCPU, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -274,7 +313,7 @@ var procColumns = columnTable{
 		}
 		return fmt.Sprintf("%.0f", *r.Proc.CPUPercent)
 	}},
-	{title: "RSS", sort: SortRSS, right: true, width: 9, wide: true, show: anyRSS, cell: func(r Row, _ bool) string {
+	{title: "RSS", sort: SortRSS, order: func(a, b Row) int { return -compareOpt(a.Proc.HostMemoryBytes, b.Proc.HostMemoryBytes) }, right: true, width: 9, wide: true, show: anyRSS, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -283,7 +322,7 @@ var procColumns = columnTable{
 		}
 		return draw.Bytes(*r.Proc.HostMemoryBytes)
 	}},
-	{title: "AGE", sort: SortAge, right: true, width: 6, cell: func(r Row, _ bool) string {
+	{title: "AGE", sort: SortAge, order: func(a, b Row) int { return cmp.Compare(b.Age, a.Age) }, right: true, width: 6, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc:
 			return ""
