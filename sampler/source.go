@@ -60,62 +60,6 @@ type DeviceInfo struct {
 	NoProcessList bool `json:"no_proc,omitempty"`
 }
 
-// MemSample is one reading of a device. Fields with a Has flag are optional.
-type MemSample struct {
-	Total, Used, Free uint64
-	Reserved          uint64
-	HasReserved       bool
-	Util              float64 // percent
-	HasUtil           bool
-	TempC             int
-	HasTemp           bool
-	PowerW            float64
-	HasPower          bool
-	// EnergyMJ is the GPU's total-energy counter (NVML's
-	// nvmlDeviceGetTotalEnergyConsumption): millijoules since the driver
-	// loaded. EnergyErr is set where reading it failed this time (HasEnergy
-	// is then false); neither where the GPU has no counter.
-	EnergyMJ  uint64
-	HasEnergy bool
-	EnergyErr error
-	// SMClockMHz and MemClockMHz are the current SM and memory clocks.
-	SMClockMHz, MemClockMHz int
-	HasSMClock, HasMemClock bool
-	// Err marks this device as failed for this reading.
-	Err error
-}
-
-// fill gives d the values of the reading: each one the device has (its Has
-// flag set) becomes the Device's field. The reading's Err is the sampler's
-// to say (with the process list's).
-func (m *MemSample) fill(d *Device) {
-	d.MemoryTotal, d.MemoryUsed, d.MemoryFree = m.Total, m.Used, m.Free
-	if m.HasReserved {
-		d.MemoryReserved = Ptr(m.Reserved)
-	}
-	if m.HasUtil {
-		d.UtilizationPercent = Ptr(m.Util)
-	}
-	if m.HasTemp {
-		d.TemperatureC = Ptr(m.TempC)
-	}
-	if m.HasPower {
-		d.PowerWatts = Ptr(m.PowerW)
-	}
-	if m.HasEnergy {
-		d.EnergyMillijoules = Ptr(m.EnergyMJ)
-	}
-	if m.EnergyErr != nil {
-		d.EnergyError = m.EnergyErr.Error()
-	}
-	if m.HasSMClock {
-		d.SMClockMHz = Ptr(m.SMClockMHz)
-	}
-	if m.HasMemClock {
-		d.MemoryClockMHz = Ptr(m.MemClockMHz)
-	}
-}
-
 // ProcSample is one process on one device as a source lists it: the
 // Process a Snapshot shows, filled in by the source, less what the sampler
 // keeps across polls and sets itself (FirstSeen, LastSeen, PeakBytes,
