@@ -42,24 +42,6 @@ type SourceInfo struct {
 	Warnings []string
 }
 
-// DeviceInfo is the static description of a device: the fields of the
-// Device of the same names (Device.SetInfo and Device.Info copy them), and
-// as a recording's header lists it (the json names).
-type DeviceInfo struct {
-	ID         string   `json:"id"`
-	Index      int      `json:"index"`
-	Hostname   string   `json:"hostname,omitempty"`
-	Name       string   `json:"name,omitempty"`
-	UUID       string   `json:"uuid,omitempty"`
-	PCIBusID   string   `json:"pci_bus_id,omitempty"`
-	MIGEnabled bool     `json:"mig_enabled,omitempty"`
-	MIG        *MIGInfo `json:"mig,omitempty"`
-	// NoProcessList is true where the source cannot list the device's
-	// processes (a host seen only through dcgm-exporter): its unattributed
-	// memory is then unknown, not all of it.
-	NoProcessList bool `json:"no_proc,omitempty"`
-}
-
 // ProcSample is one process on one device as a source lists it: the
 // Process a Snapshot shows, filled in by the source, less what the sampler
 // keeps across polls and sets itself (FirstSeen, LastSeen, PeakBytes,
