@@ -16,6 +16,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/sys/unix"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/demo"
@@ -57,19 +58,6 @@ func setOpener(m *Model, open prompt.OpenFunc) {
 // promptPeek is what m's prompt offers.
 func promptPeek(m *Model) prompt.Peek { return m.prompt.(*prompt.Prompt).Peek() }
 
-// sigName names the signals the prompt sends.
-func sigName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return "SIGTERM"
-}
-
 // fakeHandle records the signals it is asked to send.
 type fakeHandle struct {
 	t      procsignal.Target
@@ -85,7 +73,7 @@ func (h *fakeHandle) Signal(sig syscall.Signal) error {
 	if h.err != nil {
 		return h.err
 	}
-	*h.log = append(*h.log, fmt.Sprintf("%d:%s", h.t.PID, sigName(sig)))
+	*h.log = append(*h.log, fmt.Sprintf("%d:%s", h.t.PID, unix.SignalName(sig)))
 	return nil
 }
 

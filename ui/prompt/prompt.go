@@ -14,6 +14,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/procsignal"
@@ -342,14 +343,5 @@ func fittingNote(notes []string, room int) string {
 	return ""
 }
 
-func sigName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return "SIGTERM"
-}
+// sigName is the signal's name as kill -l and htop's list say it (SIGTERM).
+func sigName(s syscall.Signal) string { return unix.SignalName(s) }
