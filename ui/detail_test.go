@@ -71,7 +71,7 @@ func longAdvice(n int) []advisor.Advice {
 // does not fit scrolls into view with the arrows and page keys.
 func TestDetailAdviceWrapsAndScrolls(t *testing.T) {
 	m, _ := newTestModel(Options{})
-	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return longAdvice(6) }
+	setRules(m, testRules{advise: func(sampler.Snapshot, advisor.Target) []advisor.Advice { return longAdvice(6) }})
 	send(m, tea.WindowSizeMsg{Width: 80, Height: 24}, snapshotMsg(fakeSnap(t, 1)))
 	keys(m, "enter")
 	checkFits(t, m, 80, 24)

@@ -12,6 +12,7 @@ import (
 	"github.com/vramtop/vramtop/ui/detail"
 	"github.com/vramtop/vramtop/ui/draw"
 	"github.com/vramtop/vramtop/ui/gpus"
+	"github.com/vramtop/vramtop/ui/judge"
 	"github.com/vramtop/vramtop/ui/procs"
 )
 
@@ -176,3 +177,41 @@ func procsPeek(m *Model) procs.Peek { return procsOf(m).Peek() }
 
 // helpOpen reports whether the help screen is open.
 func (m *Model) helpOpen() bool { return m.open >= 0 && m.screens[m.open].key == &m.ctx.Keys.Help }
+
+// testRules judge with observe and advise; nil ones find nothing.
+type testRules struct {
+	observe func(sampler.Snapshot) []advisor.Alert
+	advise  func(sampler.Snapshot, advisor.Target) []advisor.Advice
+}
+
+func (r testRules) Observe(s sampler.Snapshot) []advisor.Alert {
+	if r.observe == nil {
+		return nil
+	}
+	return r.observe(s)
+}
+
+func (r testRules) Advise(s sampler.Snapshot, t advisor.Target) []advisor.Advice {
+	if r.advise == nil {
+		return nil
+	}
+	return r.advise(s, t)
+}
+
+// judgeWith gives m the judge of its options changed by set.
+func judgeWith(m *Model, set func(*judge.Options)) {
+	o := judgeOptions(m.opts)
+	set(&o)
+	m.judge = judge.New(o)
+}
+
+// setRules gives m a judge whose rules are r; a replay that seeks back
+// starts over with rules that find nothing.
+func setRules(m *Model, r testRules) {
+	judgeWith(m, func(o *judge.Options) {
+		o.Rules = r
+		if o.Restart != nil {
+			o.Restart = func() judge.Rules { return testRules{} }
+		}
+	})
+}

@@ -12,7 +12,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/internal/testbin"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/draw"
@@ -38,7 +37,7 @@ func shownChild(t *testing.T, shift time.Duration) (*exec.Cmd, sampler.Snapshot)
 func liveModel(t *testing.T, snap sampler.Snapshot) *Model {
 	t.Helper()
 	m := New(nil, Options{User: "me", Now: time.Now})
-	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
+	setRules(m, testRules{})
 	m.euid = os.Geteuid()
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(snap))
 	selectProc(t, m, func(r procs.Row) bool { return r.Kind == procs.RowProc })

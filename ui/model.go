@@ -25,6 +25,7 @@ import (
 	top "github.com/vramtop/vramtop/ui/header" // the top line; header is the process table's
 	"github.com/vramtop/vramtop/ui/help"
 	"github.com/vramtop/vramtop/ui/hosts"
+	"github.com/vramtop/vramtop/ui/judge"
 	"github.com/vramtop/vramtop/ui/procs"
 	"github.com/vramtop/vramtop/ui/prompt"
 )
@@ -35,11 +36,9 @@ type (
 	sourceEnded struct{}
 	staleCheck  struct{ gen uint64 }
 	// staleTick updates the age of stale data once a second.
-	staleTick   struct{ gen uint64 }
-	pane        int
-	screen      int
-	observeFunc func(sampler.Snapshot) []advisor.Alert
-	adviseFunc  func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice
+	staleTick struct{ gen uint64 }
+	pane      int
+	screen    int
 )
 
 const (
@@ -90,7 +89,7 @@ const staleAfter = 3
 type Model struct {
 	opts  Options
 	ctx   *common.Context // the styles, keys and thresholds every part shares
-	cfg   advisor.Config
+	judge *judge.Judge    // the alerts and advice of each snapshot
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
@@ -131,18 +130,12 @@ type Model struct {
 	alertv common.Component
 	prompt promptPart
 
-	observe    observeFunc
-	newMonitor func() observeFunc
 	// frame is the last rendered screen; Bubble Tea asks for the view after
 	// every message, and a message that changes nothing keeps it.
 	frame         string
 	frameOK       bool
-	monitor       *advisor.Monitor
-	advise        adviseFunc
 	alerts        []advisor.Alert
 	pendingAlerts []advisor.Alert
-	critSeen      map[string]bool
-	notify        *notifier // desktop notifications (--notify); nil without
 
 	euid         int
 	replayStatus string
@@ -209,13 +202,12 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		opts.Thresholds = advisor.DefaultThresholds()
 	}
 	m := &Model{
-		opts:     opts,
-		ctx:      &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User},
-		cfg:      advisor.Config{Thresholds: opts.Thresholds, User: opts.User},
-		snaps:    snaps,
-		critSeen: map[string]bool{},
-		euid:     os.Geteuid(),
-		open:     -1,
+		opts:  opts,
+		ctx:   &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User},
+		judge: judge.New(judgeOptions(opts)),
+		snaps: snaps,
+		euid:  os.Geteuid(),
+		open:  -1,
 	}
 	m.ctx.Title = m.title()
 	m.alertv = alerts.New(m.ctx)
@@ -226,30 +218,29 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
 	m.procs = procs.New(m.ctx, &m.out)
 	m.hosts = hosts.New(m.ctx, &m.out)
-	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.notify != nil && m.notify.Watching(id) }, opts.Claim)
-	m.detail = detail.New(m.ctx, &m.out, func(s sampler.Snapshot, t advisor.Target) []advisor.Advice { return m.advise(s, t, m.cfg) })
-	if opts.Notify {
-		m.notify = envNotifier(opts.Thresholds)
-	}
+	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.judge.Watching(id) }, opts.Claim)
+	m.detail = detail.New(m.ctx, &m.out, func(s sampler.Snapshot, t advisor.Target) []advisor.Advice { return m.judge.Advise(s, t) })
 	m.prompt = prompt.New(m.ctx, &m.out, opts.Now, prompt.OpenProcess)
-	// One monitor gives both the alerts and the advice, so they agree (the
-	// same hysteresis) and advice can use what only time shows (idle holders).
-	m.newMonitor = func() observeFunc {
-		m.monitor = advisor.NewMonitor(m.cfg)
-		return m.monitor.Observe
-	}
-	m.advise = func(s sampler.Snapshot, t advisor.Target, cfg advisor.Config) []advisor.Advice {
-		if m.monitor != nil {
-			return m.monitor.Advise(s, t)
-		}
-		return advisor.Advise(s, t, cfg)
-	}
-	m.observe = m.newMonitor()
 	m.setStyles(common.NewStyles(true, noColor()))
 	if opts.Replay != nil {
 		m.replayStatus = opts.Replay.Status()
 	}
 	return m
+}
+
+// judgeOptions are the judge's options for the view's: the advisor's rules,
+// started over when a replay seeks back, notifications for this terminal
+// with --notify.
+func judgeOptions(opts Options) judge.Options {
+	cfg := advisor.Config{Thresholds: opts.Thresholds, User: opts.User}
+	o := judge.Options{Config: cfg, OnAlerts: opts.OnAlerts}
+	if opts.Replay != nil {
+		o.Restart = func() judge.Rules { return advisor.NewMonitor(cfg) }
+	}
+	if opts.Notify {
+		o.Notify = os.Getenv
+	}
+	return o
 }
 
 func (m *Model) setStyles(st common.Styles) {
@@ -412,26 +403,13 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 		gen := m.staleGen
 		cmds = append(cmds, tea.Tick(staleAfter*every+every/10, func(time.Time) tea.Msg { return staleCheck{gen} }))
 	}
-	if m.have && s.Time.Before(m.latest.Time) && m.opts.Replay != nil && m.newMonitor != nil {
-		// A replay sought backwards: the rules start over from here.
-		m.observe = m.newMonitor()
+	v := m.judge.Judge(s)
+	alerts := v.Alerts
+	if m.opts.Bell && v.NewCrit {
+		cmds = append(cmds, tea.Raw("\a"))
 	}
-	var alerts []advisor.Alert
-	if !s.ProcessesPending {
-		// A first snapshot without its processes is shown, not judged: the
-		// rules and notifications wait for the lists, a moment later.
-		alerts = m.observe(s)
-		if m.opts.OnAlerts != nil {
-			m.opts.OnAlerts(s, alerts)
-		}
-		if m.opts.Bell && m.newCrit(alerts) {
-			cmds = append(cmds, tea.Raw("\a"))
-		}
-		if m.notify != nil {
-			if seq := m.notify.Sequences(m.notify.Observe(s, alerts)); seq != "" {
-				cmds = append(cmds, tea.Raw(seq))
-			}
-		}
+	if v.Notify != "" {
+		cmds = append(cmds, tea.Raw(v.Notify))
 	}
 	m.latest = s
 	if s.Interval > 0 {
@@ -450,25 +428,6 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 func (m *Model) tickStale() tea.Cmd {
 	gen := m.staleGen
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return staleTick{gen} })
-}
-
-// newCrit reports whether a critical alert appeared that was not in force at
-// the previous snapshot, and remembers the ones in force.
-func (m *Model) newCrit(alerts []advisor.Alert) bool {
-	now := map[string]bool{}
-	ring := false
-	for _, a := range alerts {
-		if a.Severity != advisor.Crit {
-			continue
-		}
-		k := a.Rule + "|" + a.DeviceID + "|" + strconv.FormatUint(uint64(a.PID), 10)
-		now[k] = true
-		if !m.critSeen[k] {
-			ring = true
-		}
-	}
-	m.critSeen = now
-	return ring
 }
 
 // show makes s the snapshot on screen and hands it to every component.
@@ -836,4 +795,15 @@ func (m *Model) bodyView() string {
 		return g
 	}
 	return g + "\n" + p
+}
+
+// toggleWatch watches the selected GPU, or stops watching it (w).
+func (m *Model) toggleWatch() {
+	d, ok := m.gpus.Selected()
+	if !ok {
+		m.setStatus(true, "no GPU selected")
+		return
+	}
+	status, ok := m.judge.Watch(d)
+	m.setStatus(!ok, "%s", status)
 }

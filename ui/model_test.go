@@ -24,6 +24,7 @@ import (
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui/common"
 	"github.com/vramtop/vramtop/ui/draw"
+	"github.com/vramtop/vramtop/ui/judge"
 	"github.com/vramtop/vramtop/ui/procs"
 	"github.com/vramtop/vramtop/ui/prompt"
 )
@@ -38,9 +39,7 @@ func newTestModel(opts Options) (*Model, *[]string) {
 		opts.User = testUser
 	}
 	m := New(nil, opts)
-	m.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
-	m.newMonitor = func() observeFunc { return func(sampler.Snapshot) []advisor.Alert { return nil } }
-	m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice { return nil }
+	setRules(m, testRules{})
 	m.euid = int(testUIDs[testUser])
 	var killed []string
 	setOpener(m, func(t procsignal.Target) (prompt.Handle, error) {
@@ -292,11 +291,11 @@ func TestAdvicePanelOnlyWithAdvice(t *testing.T) {
 		t.Error("no advice: no panel")
 	}
 	var got advisor.Target
-	m.advise = func(_ sampler.Snapshot, tg advisor.Target, _ advisor.Config) []advisor.Advice {
+	setRules(m, testRules{advise: func(_ sampler.Snapshot, tg advisor.Target) []advisor.Advice {
 		got = tg
 		return []advisor.Advice{{Rule: "time_to_full", Severity: advisor.Crit, Title: "GPU 0 full in ~4 min",
 			Remedies: []advisor.RemedyEstimate{{Name: "mixed precision", Saving: "~30% ≈ 21 GiB (estimate)", Cost: "some accuracy", How: "torch.autocast", Covers: true}}}}
-	}
+	}})
 	keys(m, "esc", "enter")
 	s := screenText(m)
 	if got.DeviceID != "0" || !strings.Contains(s, "full in ~4 min") || !strings.Contains(s, "mixed precision") || !strings.Contains(s, "torch.autocast") {
@@ -734,7 +733,7 @@ func TestStaleBadge(t *testing.T) {
 func TestAlertsBannerAndBell(t *testing.T) {
 	m, _ := newTestModel(Options{Bell: true})
 	alerts := []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "GPU 0 at 95%"}}
-	m.observe = func(sampler.Snapshot) []advisor.Alert { return alerts }
+	setRules(m, testRules{observe: func(sampler.Snapshot) []advisor.Alert { return alerts }})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	cmd := send(m, snapshotMsg(fakeSnap(t, 4)))
 	s := screenText(m)
@@ -959,10 +958,13 @@ func TestKillNeverSignalsDemoReplayOrFleetPIDs(t *testing.T) {
 func TestReplaySeekBackRestartsTheRules(t *testing.T) {
 	m, _ := newTestModel(Options{Replay: &fakeReplay{}})
 	fresh := 0
-	m.newMonitor = func() observeFunc {
-		fresh++
-		return func(sampler.Snapshot) []advisor.Alert { return nil }
-	}
+	judgeWith(m, func(o *judge.Options) {
+		o.Rules = testRules{}
+		o.Restart = func() judge.Rules {
+			fresh++
+			return testRules{}
+		}
+	})
 	early := fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, time.Minute)
 	late := fixture(t, &fakeSource{start: fixedStart, ngpu: 2}, 2*time.Minute)
 	send(m, tea.WindowSizeMsg{Width: 100, Height: 30}, snapshotMsg(early), snapshotMsg(late))
@@ -991,7 +993,7 @@ func TestBackgroundAndNoColor(t *testing.T) {
 
 	t.Setenv("NO_COLOR", "1")
 	n := New(nil, Options{Now: func() time.Time { return fixedStart }, User: testUser})
-	n.observe = func(sampler.Snapshot) []advisor.Alert { return nil }
+	setRules(n, testRules{advise: advisor.NewMonitor(advisor.Config{}).Advise})
 	send(n, tea.WindowSizeMsg{Width: 120, Height: 40}, snapshotMsg(fakeSnap(t, 4)), tea.BackgroundColorMsg{Color: color.White})
 	out := n.View().Content
 	for _, code := range []string{"38;2;", "48;2;", "38;5;"} {
@@ -1043,12 +1045,12 @@ func TestPageKeysAndScrolling(t *testing.T) {
 
 func TestGrewMostOnlyForFillingAlerts(t *testing.T) {
 	m, _ := newTestModel(Options{})
-	m.observe = func(sampler.Snapshot) []advisor.Alert {
+	setRules(m, testRules{observe: func(sampler.Snapshot) []advisor.Alert {
 		return []advisor.Alert{
 			{Rule: "other_tenants", Severity: advisor.Info, DeviceID: "0", Message: "tenants on GPU 0"},
 			{Rule: "time_to_full", Severity: advisor.Warn, DeviceID: "0", Message: "GPU 0 full in ~9 min, mostly PID 4100 (alice)"},
 		}
-	}
+	}})
 	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(fakeSnap(t, 4)))
 	s := screenText(m)
 	if !strings.Contains(s, "tenants on GPU 0") || !strings.Contains(s, "full in ~9 min") {
@@ -1135,8 +1137,8 @@ func TestSortEveryKey(t *testing.T) {
 func alertsModel(t *testing.T, w, h int) *Model {
 	t.Helper()
 	m, _ := newTestModel(Options{User: demo.User, Version: "test"})
-	mon := advisor.NewMonitor(m.cfg)
-	m.observe = mon.Observe
+	mon := advisor.NewMonitor(judgeOptions(m.opts).Config)
+	setRules(m, testRules{observe: mon.Observe})
 	send(m, tea.WindowSizeMsg{Width: w, Height: h})
 	for d := 8 * time.Minute; d <= 10*time.Minute; d += 30 * time.Second {
 		send(m, snapshotMsg(demoSnap(t, d)))
@@ -1486,7 +1488,7 @@ func TestFirstSnapshotBeforeItsProcessListsIsShownNotJudged(t *testing.T) {
 	m, _ := newTestModel(Options{Bell: true})
 	judged := 0
 	alerts := []advisor.Alert{{Rule: "threshold", Severity: advisor.Crit, DeviceID: "0", Message: "GPU 0 at 95%"}}
-	m.observe = func(sampler.Snapshot) []advisor.Alert { judged++; return alerts }
+	setRules(m, testRules{observe: func(sampler.Snapshot) []advisor.Alert { judged++; return alerts }})
 	send(m, tea.WindowSizeMsg{Width: 160, Height: 90})
 	pending := fakeSnap(t, 4)
 	pending.ProcessesPending = true
@@ -1590,7 +1592,7 @@ func TestReportedAlertOnFirstFrame(t *testing.T) {
 	m, _ := newTestModel(Options{})
 	// The advisor's own monitor, as the live view runs it.
 	mon := advisor.NewMonitor(advisor.Config{})
-	m.observe = mon.Observe
+	setRules(m, testRules{observe: mon.Observe})
 	send(m, tea.WindowSizeMsg{Width: 160, Height: 50}, snapshotMsg(snap))
 	found := false
 	for _, l := range strings.Split(screenText(m), "\n") {

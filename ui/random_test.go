@@ -80,9 +80,9 @@ func TestRandomSnapshotsAndKeysNeverPanic(t *testing.T) {
 			opts.Replay = &fakeReplay{}
 		}
 		m, _ := newTestModel(opts)
-		m.advise = func(sampler.Snapshot, advisor.Target, advisor.Config) []advisor.Advice {
+		setRules(m, testRules{advise: func(sampler.Snapshot, advisor.Target) []advisor.Advice {
 			return []advisor.Advice{{Severity: advisor.Warn, Title: strings.Repeat("t", r.Intn(300)), Remedies: []advisor.RemedyEstimate{{Name: "n", How: "h"}}}}
-		}
+		}})
 		w, h := r.Intn(260), r.Intn(80)
 		send(m, tea.WindowSizeMsg{Width: w, Height: h}, snapshotMsg(randomSnapshot(r)))
 		for k := 0; k < 30; k++ {

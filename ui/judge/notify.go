@@ -1,8 +1,7 @@
-package ui
+package judge
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -98,9 +97,6 @@ func newNotifier(th advisor.Thresholds, getenv func(string) string) *notifier {
 	return &notifier{th: th, proto: terminalProto(getenv), tmux: getenv("TMUX") != "",
 		crit: map[string]bool{}, started: map[string]bool{}, watched: map[string]bool{}, names: map[string]string{}}
 }
-
-// envNotifier is the notifier for the terminal vramtop runs in.
-func envNotifier(th advisor.Thresholds) *notifier { return newNotifier(th, os.Getenv) }
 
 // isFree reports whether d has room for a job: no live process, or memory
 // under the warning line.
@@ -217,17 +213,4 @@ func (n *notifier) Sequences(ns []notification) string {
 		b.WriteString(x.sequence(n.proto, n.tmux))
 	}
 	return b.String()
-}
-
-// toggleWatch watches the selected GPU, or stops watching it (w).
-func (m *Model) toggleWatch() {
-	d, ok := m.gpus.Selected()
-	switch {
-	case !ok:
-		m.setStatus(true, "no GPU selected")
-	case m.notify == nil:
-		m.setStatus(true, "start vramtop with --notify to be told when GPU %s is free", d.ID)
-	default:
-		m.setStatus(false, "%s", m.notify.Toggle(d))
-	}
 }
