@@ -34,11 +34,8 @@ import (
 type (
 	snapshotMsg sampler.Snapshot
 	sourceEnded struct{}
-	staleCheck  struct{ gen uint64 }
-	// staleTick updates the age of stale data once a second.
-	staleTick struct{ gen uint64 }
-	pane      int
-	screen    int
+	pane        int
+	screen      int
 )
 
 const (
@@ -77,10 +74,6 @@ func nextInterval(cur time.Duration, faster bool) time.Duration {
 	return intervalSteps[len(intervalSteps)-1]
 }
 
-// staleAfter is how many publishing intervals without a snapshot make the
-// display stale.
-const staleAfter = 3
-
 // Model is the root of the live view. It is a router: data (snapshots,
 // sizes) goes to every component, keys to the focused one, and the
 // components' requests (open a screen, signal a process, a status line)
@@ -93,21 +86,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	width, height int
-	// bodyTop is the screen line where the body starts (under the header
-	// and banners), gpuH the GPU pane's height in it: where a click lands.
-	bodyTop, gpuH int
-
-	have     bool
-	snap     sampler.Snapshot // shown
-	latest   sampler.Snapshot // newest received (differs from snap when paused)
-	view     sampler.Snapshot // snap, reduced to the open host in a fleet
-	paused   bool
-	stale    bool
-	ended    bool
-	arrived  time.Time
-	staleGen uint64
-	interval time.Duration // the interval asked for with +/-
+	geo      geometry         // the terminal's size, where the panes lie
+	on       onScreen         // the snapshot shown, the newest, the pause
+	fresh    freshness        // whether the data is stale, the source ended
+	view     sampler.Snapshot // the one shown, reduced to the open host in a fleet
+	interval time.Duration    // the interval asked for with +/-
 
 	focus  pane
 	screen screen
@@ -132,10 +115,8 @@ type Model struct {
 
 	// frame is the last rendered screen; Bubble Tea asks for the view after
 	// every message, and a message that changes nothing keeps it.
-	frame         string
-	frameOK       bool
-	alerts        []advisor.Alert
-	pendingAlerts []advisor.Alert
+	frame   string
+	frameOK bool
 
 	euid         int
 	replayStatus string
@@ -290,26 +271,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+		m.geo.width, m.geo.height = msg.Width, msg.Height
 	case tea.BackgroundColorMsg:
 		m.setStyles(common.NewStyles(msg.IsDark(), noColor()))
 	case snapshotMsg:
 		cmd = m.onSnapshot(sampler.Snapshot(msg))
 	case sourceEnded:
-		m.ended = true
-	case staleCheck:
-		if msg.gen != m.staleGen || !m.have {
+		m.fresh.end()
+	case staleCheck, staleTick:
+		var changed bool
+		if cmd, changed = m.fresh.update(msg, m.on.have); !changed {
 			// A check overtaken by a newer snapshot changes nothing: keep
 			// the frame already rendered.
 			return m, nil
 		}
-		m.stale = true
-		cmd = m.tickStale()
-	case staleTick:
-		if msg.gen != m.staleGen || !m.stale {
-			return m, nil
-		}
-		cmd = m.tickStale()
 	case prompt.Expired:
 		cmd = m.prompt.Update(msg)
 	case tea.KeyPressMsg:
@@ -344,19 +319,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // (again: reverses), on a process row it selects it.
 func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 	if c.Button != tea.MouseLeft || m.open >= 0 || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
-		m.screen != screenMain || !m.have || m.fleet && m.host == "" {
+		m.screen != screenMain || !m.on.have || m.fleet && m.host == "" {
 		return nil
 	}
-	y := c.Y - m.bodyTop
+	p, y, ok := m.geo.at(c.Y)
 	switch {
-	case y < 0:
-	case y < m.gpuH:
+	case !ok:
+	case p == paneGPUs:
 		if m.gpus.Click(c.X, y) {
 			m.focus = paneGPUs
 		}
 	default:
 		m.footer.Update(common.StatusLine{})
-		if m.procs.Click(c.X, y-m.gpuH) {
+		if m.procs.Click(c.X, y) {
 			m.focus = paneProcs
 		}
 	}
@@ -381,10 +356,10 @@ func (m *Model) handleRequests() tea.Cmd {
 			case common.OpenHost:
 				m.openHost(r.Name)
 				m.focus = paneGPUs
-				m.show(m.snap)
+				m.show()
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
-					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.snap.Demo, EUID: m.euid,
+					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.on.shown.snap.Demo, EUID: m.euid,
 				}}))
 			}
 		}
@@ -392,47 +367,29 @@ func (m *Model) handleRequests() tea.Cmd {
 }
 
 func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
-	m.arrived = m.opts.Now()
-	m.stale = false
-	m.staleGen++
-	cmds := []tea.Cmd{m.wait()}
+	cmds := []tea.Cmd{m.wait(), m.fresh.arrive(m.opts.Now(), s.Interval, m.opts.Replay == nil)}
 	if m.opts.Replay != nil {
 		m.replayStatus = m.opts.Replay.Status()
-	} else {
-		every := max(s.Interval, time.Second) // the live view publishes once a second
-		gen := m.staleGen
-		cmds = append(cmds, tea.Tick(staleAfter*every+every/10, func(time.Time) tea.Msg { return staleCheck{gen} }))
 	}
 	v := m.judge.Judge(s)
-	alerts := v.Alerts
 	if m.opts.Bell && v.NewCrit {
 		cmds = append(cmds, tea.Raw("\a"))
 	}
 	if v.Notify != "" {
 		cmds = append(cmds, tea.Raw(v.Notify))
 	}
-	m.latest = s
 	if s.Interval > 0 {
 		m.interval = s.Interval
 	}
-	if m.paused {
-		m.pendingAlerts = alerts
-	} else {
-		m.alerts = alerts
-		m.show(s)
+	if m.on.receive(judged{s, v}) {
+		m.show()
 	}
 	return tea.Batch(cmds...)
 }
 
-// tickStale schedules the next update of the stale data's age.
-func (m *Model) tickStale() tea.Cmd {
-	gen := m.staleGen
-	return tea.Tick(time.Second, func(time.Time) tea.Msg { return staleTick{gen} })
-}
-
-// show makes s the snapshot on screen and hands it to every component.
-func (m *Model) show(s sampler.Snapshot) {
-	m.snap, m.have = s, true
+// show hands the snapshot on screen and its verdict to every component.
+func (m *Model) show() {
+	s, v := m.on.shown.snap, m.on.shown.Verdict
 	if s.Demo {
 		// The demo's processes belong to its own users; "you" are its
 		// demo.User whoever runs it.
@@ -450,7 +407,7 @@ func (m *Model) show(s sampler.Snapshot) {
 	if m.fleet && m.host != "" {
 		m.view = hosts.Snapshot(s, m.host)
 	}
-	m.send(common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: m.alerts, Sev: draw.NewSevIndex(m.alerts)})
+	m.send(common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: v.Alerts, Sev: v.Sev})
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
@@ -497,10 +454,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
 	case key.Matches(k, m.ctx.Keys.Pause):
-		m.paused = !m.paused
-		if !m.paused && m.have {
-			m.alerts = m.pendingAlerts
-			m.show(m.latest)
+		if m.on.togglePause() {
+			m.show()
 		}
 	case key.Matches(k, m.ctx.Keys.Faster, m.ctx.Keys.Slower):
 		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
@@ -575,7 +530,7 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.ctx.Keys.Back):
 		if !m.procs.Back() && m.fleet {
 			m.openHost("")
-			m.show(m.snap)
+			m.show()
 		}
 	case key.Matches(k, m.ctx.Keys.Tab):
 		if m.focus == paneGPUs {
@@ -652,33 +607,33 @@ const minProcRows = 3
 func (m *Model) relayout() {
 	m.fillChrome()
 	mw, mh := m.minSize()
-	if m.width < mw || m.height < mh {
+	if !m.geo.fits(mw, mh) {
 		return
 	}
 	for _, sc := range m.screens {
-		sc.part.SetSize(m.width, m.height)
+		sc.part.SetSize(m.geo.width, m.geo.height)
 	}
-	m.alertv.SetSize(m.width, m.height-1)
+	m.alertv.SetSize(m.geo.width, m.geo.height-1)
 	m.gpus.Update(common.Focus(m.focus == paneGPUs))
 	m.procs.Update(common.Focus(m.focus == paneProcs))
-	body := m.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
+	body := m.geo.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
 	if b := m.banner.View(); b != "" {
 		body -= lipgloss.Height(b)
 	}
 	body = max(body, 0)
-	m.bodyTop = m.height - lipgloss.Height(m.footer.View()) - body
-	m.gpuH = 0
+	m.geo.bodyTop = m.geo.height - lipgloss.Height(m.footer.View()) - body
+	m.geo.gpuH = 0
 	switch {
 	case m.screen == screenDetail:
-		m.detail.SetSize(m.width, body)
+		m.detail.SetSize(m.geo.width, body)
 	case m.fleet && m.host == "":
-		m.hosts.SetSize(m.width, body)
+		m.hosts.SetSize(m.geo.width, body)
 	default:
 		procMin := 1 + minProcRows
 		procWant := m.procs.Wants()
-		gh := m.gpus.Layout(m.width, body, procMin, procWant)
-		m.gpuH = gh
-		m.procs.SetSize(m.width, body-gh)
+		gh := m.gpus.Layout(m.geo.width, body, procMin, procWant)
+		m.geo.gpuH = gh
+		m.procs.SetSize(m.geo.width, body-gh)
 	}
 }
 
@@ -690,15 +645,15 @@ func (m *Model) fillChrome() {
 	}
 	hs := top.State{
 		Title: title, Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
-		Paused: m.paused, Stale: m.stale, Arrived: m.arrived, Now: m.opts.Now(), Ended: m.ended,
+		Paused: m.on.paused, Stale: m.fresh.stale, Arrived: m.fresh.arrived, Now: m.opts.Now(), Ended: m.fresh.ended,
 	}
 	if m.opts.Replay == nil {
 		hs.Interval = m.interval
 	}
 	m.header.Update(hs)
-	m.header.SetSize(m.width, 1)
-	m.banner.SetSize(m.width, m.height)
-	m.prompt.SetSize(m.width, 1)
+	m.header.SetSize(m.geo.width, 1)
+	m.banner.SetSize(m.geo.width, m.geo.height)
+	m.prompt.SetSize(m.geo.width, 1)
 
 	f := footer.State{Prompt: m.prompt.View()}
 	if f.Prompt == "" {
@@ -726,7 +681,7 @@ func (m *Model) fillChrome() {
 		f.Hints = append(f.Hints, m.ctx.Keys.Play, m.ctx.Keys.StepFwd, m.ctx.Keys.Speed)
 	}
 	m.footer.Update(f)
-	m.footer.SetSize(m.width, 1)
+	m.footer.SetSize(m.geo.width, 1)
 }
 
 // View renders the screen.
@@ -750,20 +705,20 @@ func (m *Model) title() string {
 
 // render is the whole screen as a string: a pure function of the model.
 func (m *Model) render() string {
-	if m.width <= 0 || m.height <= 0 {
+	if m.geo.width <= 0 || m.geo.height <= 0 {
 		return ""
 	}
-	if mw, mh := m.minSize(); m.width < mw || m.height < mh {
+	if mw, mh := m.minSize(); !m.geo.fits(mw, mh) {
 		msg := "terminal too small (need " + strconv.Itoa(mw) + "×" + strconv.Itoa(mh) + ")"
 		// Wrapped at the width rather than cut: the size it needs is the
 		// point of the message.
-		return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.width, ""), m.width, m.height))
+		return lipgloss.Place(m.geo.width, m.geo.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.geo.width, ""), m.geo.width, m.geo.height))
 	}
 	if m.open >= 0 {
-		return draw.PadLines(draw.ClampLines(m.screens[m.open].part.View(), m.width, m.height), m.height)
+		return draw.PadLines(draw.ClampLines(m.screens[m.open].part.View(), m.geo.width, m.geo.height), m.geo.height)
 	}
 	if m.showAlerts {
-		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.width, m.height-1), m.height-1) + "\n" + m.footer.View()
+		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.geo.width, m.geo.height-1), m.geo.height-1) + "\n" + m.footer.View()
 	}
 	parts := []string{m.header.View()}
 	if b := m.banner.View(); b != "" {
@@ -771,14 +726,14 @@ func (m *Model) render() string {
 	}
 	parts = append(parts, m.bodyView())
 	// The footer sits on the last line.
-	body := draw.PadLines(draw.ClampLines(strings.Join(parts, "\n"), m.width, m.height-1), m.height-1)
+	body := draw.PadLines(draw.ClampLines(strings.Join(parts, "\n"), m.geo.width, m.geo.height-1), m.geo.height-1)
 	return body + "\n" + m.footer.View()
 }
 
 func (m *Model) bodyView() string {
-	if !m.have {
+	if !m.on.have {
 		msg := "waiting for the first sample…"
-		if m.ended {
+		if m.fresh.ended {
 			msg = "the source ended before its first sample"
 		}
 		return m.ctx.Styles.Dim.Render("  " + msg)

@@ -516,18 +516,18 @@ func hasFaint(s string) bool {
 
 func TestPause(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
-	before := m.snap.Time
+	before := m.on.shown.snap.Time
 	keys(m, "p")
-	if !m.paused || !strings.Contains(screenText(m), "PAUSED") {
+	if !m.on.paused || !strings.Contains(screenText(m), "PAUSED") {
 		t.Fatal("p should pause and say so")
 	}
 	later := fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 11*time.Minute)
 	send(m, snapshotMsg(later))
-	if !m.snap.Time.Equal(before) {
+	if !m.on.shown.snap.Time.Equal(before) {
 		t.Error("a paused display changed")
 	}
 	keys(m, "p")
-	if m.paused || !m.snap.Time.Equal(later.Time) {
+	if m.on.paused || !m.on.shown.snap.Time.Equal(later.Time) {
 		t.Error("unpausing should show the newest snapshot")
 	}
 }
@@ -715,17 +715,17 @@ func TestStaleBadge(t *testing.T) {
 	if cmd == nil {
 		t.Fatal("a snapshot should schedule the stale check")
 	}
-	gen := m.staleGen
+	gen := m.fresh.gen
 	send(m, staleCheck{gen: gen - 1})
-	if m.stale {
+	if m.fresh.stale {
 		t.Error("an old check must not mark the display stale")
 	}
 	send(m, staleCheck{gen: gen})
-	if !m.stale || !strings.Contains(screenText(m), "STALE") {
+	if !m.fresh.stale || !strings.Contains(screenText(m), "STALE") {
 		t.Error("no snapshot for 3 intervals should show STALE")
 	}
 	send(m, snapshotMsg(snap))
-	if m.stale {
+	if m.fresh.stale {
 		t.Error("a new snapshot should clear stale")
 	}
 }
@@ -817,7 +817,7 @@ func TestReplayKeys(t *testing.T) {
 	if !strings.Contains(s, "REPLAY") || !strings.Contains(s, "(9)") || !strings.Contains(s, "vramtop replay run.jsonl") {
 		t.Errorf("header should show the replay status:\n%s", s)
 	}
-	if m.stale {
+	if m.fresh.stale {
 		t.Error("a replay is never stale")
 	}
 }
@@ -1143,8 +1143,8 @@ func alertsModel(t *testing.T, w, h int) *Model {
 	for d := 8 * time.Minute; d <= 10*time.Minute; d += 30 * time.Second {
 		send(m, snapshotMsg(demoSnap(t, d)))
 	}
-	if len(m.alerts) < 4 {
-		t.Fatalf("the demo should raise several alerts, got %d", len(m.alerts))
+	if len(m.on.shown.Alerts) < 4 {
+		t.Fatalf("the demo should raise several alerts, got %d", len(m.on.shown.Alerts))
 	}
 	return m
 }
@@ -1156,8 +1156,8 @@ func TestAlertsBannerAndScreen(t *testing.T) {
 	m := alertsModel(t, 120, 40)
 	banner := strings.Split(screenText(m), "\n")[1:5]
 	named := 0
-	for _, a := range m.alerts {
-		pid := pidIn(draw.AlertText(m.snap, a))
+	for _, a := range m.on.shown.Alerts {
+		pid := pidIn(draw.AlertText(m.on.shown.snap, a))
 		if pid == "" {
 			continue
 		}
@@ -1176,19 +1176,19 @@ func TestAlertsBannerAndScreen(t *testing.T) {
 
 	small := alertsModel(t, 60, 15)
 	s := screenText(small)
-	if !strings.Contains(s, "CRIT") || !strings.Contains(s, fmt.Sprintf("+%d more · a: all alerts", len(small.alerts)-1)) {
+	if !strings.Contains(s, "CRIT") || !strings.Contains(s, fmt.Sprintf("+%d more · a: all alerts", len(small.on.shown.Alerts)-1)) {
 		t.Errorf("at 60×15 the banner should show the critical alert and count the others:\n%s", s)
 	}
 	keys(small, "a")
 	s = screenText(small)
-	if !small.showAlerts || !strings.Contains(s, fmt.Sprintf("alerts (%d in force)", len(small.alerts))) {
+	if !small.showAlerts || !strings.Contains(s, fmt.Sprintf("alerts (%d in force)", len(small.on.shown.Alerts))) {
 		t.Fatalf("a should open the list of alerts:\n%s", s)
 	}
-	last := small.alerts[len(small.alerts)-1]
+	last := small.on.shown.Alerts[len(small.on.shown.Alerts)-1]
 	if strings.Contains(s, last.Rule) {
 		t.Fatalf("at 60×15 the last alert should need scrolling:\n%s", s)
 	}
-	for _, x := range small.alerts[:1] {
+	for _, x := range small.on.shown.Alerts[:1] {
 		if !strings.Contains(s, x.Rule) || !strings.Contains(s, "since ") || !strings.Contains(s, "GPU "+x.DeviceID) {
 			t.Errorf("the list lacks where and since when of %s:\n%s", x.Rule, s)
 		}
@@ -1244,14 +1244,14 @@ func TestStaleWhileTheSourceHangs(t *testing.T) {
 		t.Fatal("a snapshot should schedule the stale check")
 	}
 	now = now.Add(4 * time.Second)
-	if cmd := send(m, staleCheck{gen: m.staleGen}); cmd == nil {
+	if cmd := send(m, staleCheck{gen: m.fresh.gen}); cmd == nil {
 		t.Error("stale data should schedule the next update of its age")
 	}
 	if s := screenText(m); !strings.Contains(s, "STALE") || !strings.Contains(s, "no new data for 4s") {
 		t.Errorf("the header should say the data is stale:\n%s", s)
 	}
 	now = now.Add(8 * time.Second)
-	send(m, staleTick{gen: m.staleGen})
+	send(m, staleTick{gen: m.fresh.gen})
 	if s := screenText(m); !strings.Contains(s, "no new data for 12s") {
 		t.Errorf("the age should follow the clock:\n%s", s)
 	}
@@ -1265,10 +1265,10 @@ func TestStaleWhileTheSourceHangs(t *testing.T) {
 		t.Errorf("still stale after the resize:\n%s", s)
 	}
 	send(m, snapshotMsg(fakeSnap(t, 4)))
-	if m.stale || strings.Contains(screenText(m), "STALE") {
+	if m.fresh.stale || strings.Contains(screenText(m), "STALE") {
 		t.Error("a new snapshot should clear stale")
 	}
-	if cmd := send(m, staleTick{gen: m.staleGen - 1}); cmd != nil {
+	if cmd := send(m, staleTick{gen: m.fresh.gen - 1}); cmd != nil {
 		t.Error("a tick of an earlier stale spell should not go on")
 	}
 }

@@ -129,7 +129,9 @@ func TestPendingSnapshotIsNotJudged(t *testing.T) {
 func TestSeekBackStartsTheRulesOver(t *testing.T) {
 	made := 0
 	restart := func() Rules { made++; return &scripted{} }
-	at := func(m int) sampler.Snapshot { return sampler.Snapshot{Time: fixedStart.Add(time.Duration(m) * time.Minute)} }
+	at := func(m int) sampler.Snapshot {
+		return sampler.Snapshot{Time: fixedStart.Add(time.Duration(m) * time.Minute)}
+	}
 	j := New(Options{Rules: &scripted{}, Restart: restart})
 	j.Judge(at(1))
 	j.Judge(at(2))

@@ -1,0 +1,41 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vramtop/vramtop/advisor"
+	"github.com/vramtop/vramtop/sampler"
+	"github.com/vramtop/vramtop/ui/judge"
+)
+
+// While paused the screen keeps its snapshot and that snapshot's alerts;
+// resuming shows the newest, with its own.
+func TestPauseKeepsTheSnapshotAndItsAlerts(t *testing.T) {
+	at := func(s int, rule string) judged {
+		return judged{sampler.Snapshot{Time: fixedStart.Add(time.Duration(s) * time.Second)},
+			judge.Verdict{Alerts: []advisor.Alert{{Rule: rule, DeviceID: "0"}}}}
+	}
+	var o onScreen
+	if o.togglePause() || !o.paused {
+		t.Fatal("pausing before any snapshot showed one")
+	}
+	if o.receive(at(1, "a")) || o.have {
+		t.Error("a snapshot shown while paused")
+	}
+	if o.togglePause() || o.have {
+		t.Fatal("resuming before anything was shown showed a snapshot")
+	}
+	if !o.receive(at(2, "b")) || o.shown.Alerts[0].Rule != "b" {
+		t.Fatal("a snapshot not shown while running")
+	}
+	o.togglePause()
+	o.receive(at(3, "c"))
+	o.receive(at(4, "d"))
+	if !o.shown.snap.Time.Equal(fixedStart.Add(2*time.Second)) || o.shown.Alerts[0].Rule != "b" {
+		t.Errorf("paused: shows %v with %q, want the snapshot at pause with its alert", o.shown.snap.Time, o.shown.Alerts[0].Rule)
+	}
+	if !o.togglePause() || !o.shown.snap.Time.Equal(fixedStart.Add(4*time.Second)) || o.shown.Alerts[0].Rule != "d" {
+		t.Errorf("resumed: shows %v with %q, want the newest with its alert", o.shown.snap.Time, o.shown.Alerts[0].Rule)
+	}
+}
