@@ -60,7 +60,12 @@ const Supported = true
 // Open opens the NVML source over the system's libnvidia-ml.so.1. Where
 // the library cannot be loaded, the error wraps ErrNoDriver.
 func Open() (sampler.Source, error) {
-	return New(nvml.New(), hostproc.NewProcReader(""))
+	s, err := newSource(nvml.New(), hostproc.NewProcReader(""))
+	if err != nil {
+		return nil, err
+	}
+	s.lists.call = driverLists()
+	return s, nil
 }
 
 // New initializes lib and returns a Source over its devices, with
@@ -105,6 +110,9 @@ type nvmlSource struct {
 	// energyEvery is how often the energy counter is read (energyEvery,
 	// or with the gauges where a job's energy is measured).
 	energyEvery time.Duration
+
+	// lists reads the process lists.
+	lists lister
 }
 
 // listSpan is one device's processes in a ReadProcesses buffer.
@@ -623,7 +631,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		}
 		start := len(buf)
 		clear(s.pidIdx)
-		procs, ret := d.h.GetComputeRunningProcesses()
+		procs, ret := s.lists.list(d.h, false)
 		switch ret {
 		case nvml.SUCCESS:
 			buf = s.merge(buf, start, i, procs, "compute")
@@ -641,7 +649,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		grew := d.hasListed && other > d.listedOther
 		if !d.noGraphics && (d.graphicsSeen || grew || due(now, d.graphicsAt, graphicsListEvery)) {
 			d.graphicsAt = now
-			procs, ret = d.h.GetGraphicsRunningProcesses()
+			procs, ret = s.lists.list(d.h, true)
 			switch ret {
 			case nvml.SUCCESS:
 				d.graphicsSeen = len(procs) > 0
