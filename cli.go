@@ -23,7 +23,12 @@ type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 type command struct {
 	name    string
 	summary string
-	run     runFunc
+	// flags declares the command's flags and help: a new flag set
+	// (newFlagSet), the one run parses its arguments with. Help,
+	// completions, the man page and config read it without running the
+	// command.
+	flags func() *pflag.FlagSet
+	run   runFunc
 	// settings are the config keys (config.Keys) that give this command's
 	// flags of the same name their defaults.
 	settings []string
@@ -40,51 +45,41 @@ type command struct {
 // commands is the command table; `vramtop` alone is the live view (runTop).
 func commands() []command {
 	return []command{
-		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", run: runExplain, files: true,
+		{name: "explain", summary: "Explain an out-of-memory crash from its log (FILE or stdin)", flags: declare(explainFlagSet), run: runExplain, files: true,
 			example: "  vramtop explain train.log\n  python train.py 2>&1 | tee train.log; vramtop explain --live train.log"},
-		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick), or HOST:GPU across a fleet", run: runPick,
+		{name: "pick", summary: "Print the freest GPUs, for CUDA_VISIBLE_DEVICES=$(vramtop pick), or HOST:GPU across a fleet", flags: declare(pickFlagSet), run: runPick,
 			example: "  CUDA_VISIBLE_DEVICES=$(vramtop pick --min-free 20GiB) python train.py\n  vramtop pick --count 2\n  vramtop pick --prometheus prometheus:9090 --min-free 40GiB --count 2"},
-		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", run: runWait, settings: []string{"interval"},
+		{name: "wait", summary: "Wait until GPUs are free, then print them as pick does", flags: declare(waitFlagSet), run: runWait, settings: []string{"interval"},
 			example: "  CUDA_VISIBLE_DEVICES=$(vramtop wait --min-free 40GiB --timeout 2h) python train.py\n  vramtop wait --prometheus prometheus:9090 --min-free 40GiB --max-util 10 --timeout 2h"},
-		{name: "run", summary: "Run a command and report its GPU memory and energy when it ends: vramtop run -- CMD [ARGS...]", run: runRun, passArgs: true, files: true,
+		{name: "run", summary: "Run a command and report its GPU memory and energy when it ends: vramtop run -- CMD [ARGS...]", flags: declare(runFlagSet), run: runRun, passArgs: true, files: true,
 			example: "  vramtop run -- python train.py --batch-size 64\n  vramtop run --report json --report-file report.json -- ./train.sh"},
-		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", run: runRecord, settings: []string{"interval", "history"}},
-		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
-		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
-		{name: "fleet", summary: "The live view over many hosts, read from Prometheus", run: runFleet, settings: []string{"warn", "crit", "history", "color"}},
-		{name: "usage", summary: "Account for who held GPU memory: GiB-hours, idle GPU-hours, peak, share per user and job", run: runUsage, files: true,
+		{name: "record", summary: "Record GPU memory to a file, headless (replay it with vramtop replay)", flags: declare(recordFlagSet), run: runRecord, settings: []string{"interval", "history"}},
+		{name: "replay", summary: "Replay a recording in the live view, or print one moment of it", flags: declare(replayFlagSet), run: runReplay, settings: []string{"warn", "crit", "color"}, files: true},
+		{name: "serve", summary: "Export GPU memory as Prometheus metrics (/metrics, /healthz)", flags: declare(serveFlagSet), run: runServe, settings: []string{"warn", "crit", "interval", "history", "listen"}},
+		{name: "fleet", summary: "The live view over many hosts, read from Prometheus", flags: declare(fleetFlagSet), run: runFleet, settings: []string{"warn", "crit", "history", "color"}},
+		{name: "usage", summary: "Account for who held GPU memory: GiB-hours, idle GPU-hours, peak, share per user and job", flags: declare(usageFlagSet), run: runUsage, files: true,
 			example: "  vramtop usage gpu.jsonl.gz gpu.jsonl.gz.1 --since 2026-03-01 --until 2026-03-08\n  vramtop usage --prometheus http://prometheus:9090 --since 7d --csv > usage.csv"},
-		{name: "config", summary: "Print the settings in effect and where each came from", run: runConfig},
-		{name: "man", summary: "Print the manual page (roff): vramtop man | man -l -", run: runMan},
+		{name: "config", summary: "Print the settings in effect and where each came from", flags: declare(configFlagSet), run: runConfig},
+		{name: "man", summary: "Print the manual page (roff): vramtop man | man -l -", flags: manFlagSet, run: runMan},
 	}
 }
 
-// describer is the stderr a command is described with: newFlagSet hands
-// it the command's flag set and help, and parse stops the command before
-// it reads anything.
-type describer struct {
-	fs   *pflag.FlagSet
-	head string
-}
-
-func (*describer) Write(p []byte) (int, error) { return len(p), nil }
-
-// describe returns run's flags and help text.
-func describe(run runFunc) (*pflag.FlagSet, string) {
-	d := &describer{}
-	run(context.Background(), nil, io.Discard, d)
-	if d.fs == nil {
-		panic("command defines no flag set: it must call newFlagSet then parse first")
+// declare is a command's flag declaration as the command table holds it:
+// the flag set, without the values it binds.
+func declare[T any](flags func() (*pflag.FlagSet, T)) func() *pflag.FlagSet {
+	return func() *pflag.FlagSet {
+		fs, _ := flags()
+		return fs
 	}
-	return d.fs, d.head
 }
 
 // cobraCommand is c for cobra: its usage line and description from its
 // help text, its flags, and a run that hands the arguments as typed
 // (*raw) to c.run, which parses them itself.
-func cobraCommand(name string, run runFunc, settings []string, cfg config.Settings, raw *[]string, code *int) *cobra.Command {
-	fs, head := describe(run)
-	use, long := splitHead(name, head)
+func cobraCommand(c command, cfg config.Settings, raw *[]string, code *int) *cobra.Command {
+	fs := c.flags()
+	userValues(fs)
+	use, long := splitHead(c.name, helpHead(fs))
 	cmd := &cobra.Command{
 		Use:               use,
 		Long:              long,
@@ -92,12 +87,12 @@ func cobraCommand(name string, run runFunc, settings []string, cfg config.Settin
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			applyColor(cfg)
-			args := append(configArgs(fs, settings, cfg), *raw...)
-			*code = run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			args := append(configArgs(fs, c.settings, cfg), *raw...)
+			*code = c.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return nil
 		},
 	}
-	for _, key := range settings {
+	for _, key := range c.settings {
 		if f := fs.Lookup(key); f != nil {
 			if v, ok := cfg.Get(key); ok {
 				f.DefValue = v.Value
@@ -209,9 +204,18 @@ func joinDemo(args []string) []string {
 // it runs, to the arguments that follow the command's name; the command's
 // exit status goes to *code.
 func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
-	// The live view takes these settings.
-	topSettings := []string{"warn", "crit", "interval", "history", "bell", "color"}
-	root := cobraCommand("vramtop", runTop, topSettings, cfg, raw, code)
+	return rootOf(topCommand(), commands(), cfg, raw, code)
+}
+
+// topCommand is vramtop alone, the live view.
+func topCommand() command {
+	return command{name: "vramtop", flags: declare(topFlagSet), run: runTop,
+		settings: []string{"warn", "crit", "interval", "history", "bell", "color"}}
+}
+
+// rootOf is newRoot with top as the root command and cmds as the table.
+func rootOf(top command, cmds []command, cfg config.Settings, raw *[]string, code *int) *cobra.Command {
+	root := cobraCommand(top, cfg, raw, code)
 	root.Use = "vramtop"
 	root.Short = "GPU memory, live"
 	root.Long = "vramtop shows GPU memory live: each GPU's use and history, who holds it, warnings before a\n" +
@@ -226,8 +230,8 @@ func newRoot(cfg config.Settings, raw *[]string, code *int) *cobra.Command {
 	root.SuggestionsMinimumDistance = 2
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	for _, c := range commands() {
-		sub := cobraCommand(c.name, c.run, c.settings, cfg, raw, code)
+	for _, c := range cmds {
+		sub := cobraCommand(c, cfg, raw, code)
 		sub.Short = c.summary
 		sub.Example = c.example
 		if c.passArgs {

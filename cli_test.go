@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/vramtop/vramtop/ui"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/config"
 )
@@ -313,8 +316,8 @@ func TestBadConfigIsOneLine(t *testing.T) {
 	}
 }
 
-// Every command in the table is described by its own run: a flag set,
-// a usage line that names it, and a summary.
+// Every command in the table declares its flags and help: a flag set
+// named after it, a usage line that names it, and a summary.
 func TestCommandTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range commands() {
@@ -322,9 +325,53 @@ func TestCommandTable(t *testing.T) {
 			t.Errorf("%s: duplicate or without a summary", c.name)
 		}
 		seen[c.name] = true
-		fs, head := describe(c.run)
-		if use, _ := splitHead(c.name, head); !strings.HasPrefix(use, c.name) || fs.Name() != "vramtop "+c.name {
+		fs := c.flags()
+		if use, _ := splitHead(c.name, helpHead(fs)); !strings.HasPrefix(use, c.name) || fs.Name() != "vramtop "+c.name {
 			t.Errorf("%s: usage %q, flag set %q", c.name, use, fs.Name())
+		}
+	}
+}
+
+// The help of every command comes from the command table and runs no
+// command: each --help lists every flag the command declares, even where
+// the command does something before it parses its flags (or never
+// parses them).
+func TestHelpRunsNoCommand(t *testing.T) {
+	isolateConfig(t)
+	ran := func(_ context.Context, args []string, _, _ io.Writer) int {
+		t.Errorf("a command ran (args %q) for its help", args)
+		return 1
+	}
+	top := topCommand()
+	top.run = ran
+	cmds := commands()
+	for i := range cmds {
+		cmds[i].run = ran
+	}
+	for _, c := range append([]command{top}, cmds...) {
+		var raw []string
+		var code int
+		root := rootOf(top, cmds, config.Settings{}, &raw, &code)
+		args := []string{c.name, "--help"}
+		if c.name == top.name {
+			args = args[1:]
+		}
+		var out, errOut bytes.Buffer
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		if err := root.Execute(); err != nil || errOut.Len() > 0 {
+			t.Fatalf("%q: %v, stderr %q", args, err, errOut.String())
+		}
+		n := 0
+		c.flags().VisitAll(func(f *pflag.Flag) {
+			n++
+			if !regexp.MustCompile(`(?m)^ +(-\w, )?--` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(out.String()) {
+				t.Errorf("%q does not list --%s:\n%s", args, f.Name, out.String())
+			}
+		})
+		if n == 0 && c.name != "man" {
+			t.Errorf("%s declares no flags", c.name)
 		}
 	}
 }

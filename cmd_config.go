@@ -11,23 +11,31 @@ import (
 	"github.com/vramtop/vramtop/config"
 )
 
-// runConfig prints every setting in effect and where it came from: a
-// flag given here, the environment, the config file (with its line), or
-// the default.
-func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop config", "Usage: vramtop config [--example] [--KEY VALUE ...]\n\n"+
+// configFlagSet declares vramtop config's flags: --example, and one for
+// each setting with its default.
+func configFlagSet() (fs *pflag.FlagSet, example *bool) {
+	fs = newFlagSet("vramtop config", "Usage: vramtop config [--example] [--KEY VALUE ...]\n\n"+
 		"Prints each setting in effect and where it came from. A setting is read from the config file\n"+
 		"($XDG_CONFIG_HOME/vramtop/config.toml, or the file $VRAMTOP_CONFIG names), then from its\n"+
 		"VRAMTOP_* variable, then from the flag of the same name, each winning over the one before.\n"+
-		"Give flags here to see how they combine.\n\n", stderr)
-	example := fs.Bool("example", false, "print a config file with every key, commented, instead")
+		"Give flags here to see how they combine.\n\n")
+	example = fs.Bool("example", false, "print a config file with every key, commented, instead")
 	defaults := settingDefaults()
 	for _, k := range config.Keys() {
 		fs.String(k.Name, defaults[k.Name], k.Doc)
 	}
+	return fs, example
+}
+
+// runConfig prints every setting in effect and where it came from: a
+// flag given here, the environment, the config file (with its line), or
+// the default.
+func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, example := configFlagSet()
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
+	defaults := settingDefaults()
 	if *example {
 		if !writeOutput(stdout, stderr, "vramtop config", func(w io.Writer) error {
 			_, err := io.WriteString(w, config.Documented(defaults))
@@ -80,8 +88,8 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // values to: the live view's, and vramtop serve's --listen.
 func settingDefaults() map[string]string {
 	d := map[string]string{"color": "auto"}
-	for _, run := range []runFunc{runTop, runServe} {
-		fs, _ := describe(run)
+	for _, flags := range []func() *pflag.FlagSet{declare(topFlagSet), declare(serveFlagSet)} {
+		fs := flags()
 		fs.VisitAll(func(f *pflag.Flag) {
 			if _, ok := config.KeyNamed(f.Name); ok {
 				if _, set := d[f.Name]; !set {

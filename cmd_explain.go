@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/charmbracelet/x/term"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"slices"
@@ -104,18 +105,32 @@ func explainInterrupted(ctx context.Context, stderr io.Writer) int {
 	return 128 + int(syscall.SIGINT)
 }
 
-func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// explainFlags are vramtop explain's flags.
+type explainFlags struct {
+	asJSON *bool
+	all    *bool
+	live   *bool
+	sf     sourceFlags
+}
+
+// explainFlagSet declares vramtop explain's flags.
+func explainFlagSet() (*pflag.FlagSet, *explainFlags) {
 	fs := newFlagSet("vramtop explain", "Usage: vramtop explain [FILE|-] [--json] [--all] [--live] [--demo]\n\n"+
 		"Finds the last out-of-memory message in a log (PyTorch, TensorFlow, JAX, vLLM, MPS, CUDA, cuBLAS/cuDNN,\n"+
 		"llama.cpp, ONNX Runtime, TensorRT, TGI, DeepSpeed, Triton, MXNet; host RAM running out), says what ran\n"+
 		"out, where the memory went and what to try. Reads stdin when FILE is absent or \"-\"; of a log longer\n"+
 		"than 256 MiB, its end.\n"+
-		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags, 130/143 on SIGINT/SIGTERM.\n\n", stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object (schema: docs/schema/explain.schema.json)")
-	all := fs.Bool("all", false, "list every remedy in the text (without it, the first six)")
-	live := fs.Bool("live", false, "add what the GPUs hold now and the freest one")
-	var sf sourceFlags
-	sf.addDemo(fs)
+		"Exit status: 0 found, 1 none found, 2 unreadable input or bad flags, 130/143 on SIGINT/SIGTERM.\n\n")
+	fl := &explainFlags{}
+	fl.asJSON = fs.Bool("json", false, "print one JSON object (schema: docs/schema/explain.schema.json)")
+	fl.all = fs.Bool("all", false, "list every remedy in the text (without it, the first six)")
+	fl.live = fs.Bool("live", false, "add what the GPUs hold now and the freest one")
+	fl.sf.addDemo(fs)
+	return fs, fl
+}
+
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, fl := explainFlagSet()
 	// Flags may come after the file name.
 	var files []string
 	rest := args
@@ -190,20 +205,20 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			explainInputName(name), advisor.FormatBytes(uint64(explainMaxLog)), advisor.FormatBytes(uint64(explainMaxLog)))
 	}
 	e := r.e
-	if *live || sf.demo == "on" { // --demo: live numbers from the demo GPUs
+	if *fl.live || fl.sf.demo == "on" { // --demo: live numbers from the demo GPUs
 		// Without GPUs to read, newSampler has said why in one line; the
 		// explanation still stands.
-		if s, _ := sf.newSampler(stderr); s != nil {
+		if s, _ := fl.sf.newSampler(stderr); s != nil {
 			snap := s.Once()
 			s.Close()
 			e = e.WithLive(snap)
 		}
 	}
 	if !writeOutput(stdout, stderr, "vramtop explain", func(w io.Writer) error {
-		if *asJSON {
+		if *fl.asJSON {
 			return writeJSON(w, e)
 		}
-		_, err := io.WriteString(w, e.TextWith(advisor.TextOptions{Width: terminalWidth(stdout), All: *all}))
+		_, err := io.WriteString(w, e.TextWith(advisor.TextOptions{Width: terminalWidth(stdout), All: *fl.all}))
 		return err
 	}) {
 		return 1

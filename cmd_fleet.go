@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/sampler"
 	"github.com/vramtop/vramtop/ui"
@@ -22,72 +24,90 @@ const (
 	minFleetInterval     = time.Second
 )
 
+// fleetFlags are vramtop fleet's flags.
+type fleetFlags struct {
+	promURL  *string
+	once     *bool
+	asJSON   *bool
+	interval *time.Duration
+	history  *time.Duration
+	timeout  *time.Duration
+	th       thresholdFlags
+	onAlert  *string
+}
+
+// fleetFlagSet declares vramtop fleet's flags.
+func fleetFlagSet() (*pflag.FlagSet, *fleetFlags) {
+	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure. A host whose\nexporter is down stays listed with its last values, marked down.\n\nWith --once: exit status 1 when Prometheus cannot be read or any host is down.\n\nFlags:\n")
+	fl := &fleetFlags{}
+	fl.promURL = fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
+	fl.once = fs.Bool("once", false, "print the fleet once as a table and exit")
+	fl.asJSON = fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json, docs/schema/snapshot.schema.json; each device has a hostname)")
+	fl.interval = fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
+	fl.history = fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
+	fl.timeout = fs.Duration("timeout", 10*time.Second, "how long one round of queries to Prometheus may take (--once ends within it)")
+	fl.th.add(fs, "")
+	fl.onAlert = fs.String("on-alert", "", viewOnAlertUsage+"; the JSON's hostname is the GPU's host")
+	return fs, fl
+}
+
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop fleet", "Usage: vramtop fleet --prometheus URL [flags]\n\nThe live view over every host Prometheus scrapes: vramtop serve exporters (devices and\nprocesses) and dcgm-exporter (devices). Hosts are sorted by memory pressure. A host whose\nexporter is down stays listed with its last values, marked down.\n\nWith --once: exit status 1 when Prometheus cannot be read or any host is down.\n\nFlags:\n", stderr)
-	promURL := fs.String("prometheus", "", "Prometheus's `URL` (http://prometheus:9090) whose targets include vramtop serve or dcgm-exporter")
-	once := fs.Bool("once", false, "print the fleet once as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print one JSON document (the shape of vramtop --once --json, docs/schema/snapshot.schema.json; each device has a hostname)")
-	interval := fs.Duration("interval", defaultFleetInterval, "how often to ask Prometheus (1s at the fastest)")
-	history := fs.Duration("history", sampler.DefaultHistory, "how much history to read back and keep for the sparklines")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long one round of queries to Prometheus may take (--once ends within it)")
-	var th thresholdFlags
-	th.add(fs, "")
-	onAlert := fs.String("on-alert", "", viewOnAlertUsage+"; the JSON's hostname is the GPU's host")
+	fs, fl := fleetFlagSet()
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	if *promURL == "" {
+	if *fl.promURL == "" {
 		fmt.Fprintln(stderr, "vramtop fleet: --prometheus URL is required (e.g. --prometheus http://127.0.0.1:9090)")
 		return exitUsage
 	}
-	u, err := prometheusURL(*promURL)
+	u, err := prometheusURL(*fl.promURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 		return exitUsage
 	}
-	*promURL = u
-	if *interval < minFleetInterval {
-		fmt.Fprintf(stderr, "vramtop fleet: interval %v is below the minimum of %v\n", *interval, minFleetInterval)
+	*fl.promURL = u
+	if *fl.interval < minFleetInterval {
+		fmt.Fprintf(stderr, "vramtop fleet: interval %v is below the minimum of %v\n", *fl.interval, minFleetInterval)
 		return exitUsage
 	}
-	if !th.valid(fs, stderr) {
+	if !fl.th.valid(fs, stderr) {
 		return exitUsage
 	}
-	if *asJSON {
-		*once = true
+	if *fl.asJSON {
+		*fl.once = true
 	}
-	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
-		*once = true
+	if !*fl.once && !fullScreenOK(stdout, os.Getenv("TERM")) {
+		*fl.once = true
 	}
-	cfg := fleet.Config{URL: *promURL, Interval: *interval, Timeout: *timeout}
-	if !*once {
+	cfg := fleet.Config{URL: *fl.promURL, Interval: *fl.interval, Timeout: *fl.timeout}
+	if !*fl.once {
 		// The list of hosts shows their devices; a host's processes are
 		// read once it is opened. --once lists every host's.
-		cfg.History, cfg.OpenHostProcesses = *history, true
+		cfg.History, cfg.OpenHostProcesses = *fl.history, true
 	}
 	src, err := fleet.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 		return exitUsage
 	}
-	s, err := sampler.New(src, sampler.Config{Interval: *interval, History: *history})
+	s, err := sampler.New(src, sampler.Config{Interval: *fl.interval, History: *fl.history})
 	if err != nil {
 		src.Close()
 		fmt.Fprintf(stderr, "vramtop fleet: %v\n", err)
 		return exitUsage
 	}
-	if *once {
-		onceIgnoresHook(stderr, "vramtop fleet", *onAlert, "")
+	if *fl.once {
+		onceIgnoresHook(stderr, "vramtop fleet", *fl.onAlert, "")
 		src.WaitFirst(ctx)
 		snap := s.Once()
 		s.Close()
-		if snap.Err != "" && len(snap.Devices) == 0 && !*asJSON {
+		if snap.Err != "" && len(snap.Devices) == 0 && !*fl.asJSON {
 			// Nothing was read: the error, once, and no empty table.
 			fmt.Fprintf(stderr, "vramtop fleet: %s\n", snap.Err)
 			return 1
 		}
 		if !writeOutput(stdout, stderr, "vramtop fleet", func(w io.Writer) error {
-			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+			return writeSnapshot(w, snap, fl.th.Thresholds, *fl.asJSON)
 		}) {
 			return 1
 		}
@@ -102,9 +122,9 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	}
 	ls := beginLive(false, false)
-	onAlerts, endHook := startViewHook(ctx, *onAlert, "", "vramtop fleet")
+	onAlerts, endHook := startViewHook(ctx, *fl.onAlert, "", "vramtop fleet")
 	err = runLive(ctx, s, ls, ui.Options{
-		Thresholds: th.Thresholds,
+		Thresholds: fl.th.Thresholds,
 		Version:    version,
 		Title:      "vramtop fleet",
 		User:       currentUser(),

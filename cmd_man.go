@@ -18,7 +18,7 @@ import (
 // runMan prints vramtop's manual page: every command and flag, the
 // settings and their environment variables.
 func runMan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop man", "Usage: vramtop man\n\nPrints the manual page (roff) of vramtop and its commands: vramtop man | man -l -\n\n", stderr)
+	fs := manFlagSet()
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
@@ -29,6 +29,11 @@ func runMan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// manFlagSet declares vramtop man's flags: none but --help.
+func manFlagSet() *pflag.FlagSet {
+	return newFlagSet("vramtop man", "Usage: vramtop man\n\nPrints the manual page (roff) of vramtop and its commands: vramtop man | man -l -\n\n")
 }
 
 // manPage is the page as roff.

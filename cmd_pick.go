@@ -19,12 +19,15 @@ import (
 	"github.com/vramtop/vramtop/units"
 )
 
-// runPick prints the freest GPU (or a comma list, freest first) and exits
-// 1 with one line on stderr when too few have the memory asked for. It
-// skips GPUs other vramtop users claimed and claims the ones it prints
-// (see package claims); with a command after --, it runs it on them. With
-// --prometheus it picks across the fleet instead (pickFleet).
-func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// pickCmdFlags are vramtop pick's flags.
+type pickCmdFlags struct {
+	sf sourceFlags
+	pf pickFlags
+	cf claimFlags
+}
+
+// pickFlagSet declares vramtop pick's flags.
+func pickFlagSet() (*pflag.FlagSet, *pickCmdFlags) {
 	fs := newFlagSet("vramtop pick", "Usage: vramtop pick [--min-free SIZE] [--count N] [--max-util PCT] [--uuid] [--demo | --prometheus URL] [--json] [-- CMD [ARGS...]]\n\n"+
 		"Prints the index of the freest GPU (a comma list, freest first, with --count),\n"+
 		"for CUDA_VISIBLE_DEVICES=$(vramtop pick) python train.py. MIG instances are\n"+
@@ -37,37 +40,45 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"With --prometheus, pick chooses among the GPUs of every host that Prometheus scrapes, as\n"+
 		"vramtop fleet reads them, and prints one HOST:GPU line per GPU: hosts that are down are never\n"+
 		"picked, nor GPUs claimed on their host (vramtop serve exports the claims). It claims nothing:\n"+
-		"run the job on the host with vramtop pick -- CMD there, which claims the GPU.\n\n", stderr)
-	var sf sourceFlags
-	sf.addDemo(fs)
-	var pf pickFlags
-	pf.add(fs, "pick only GPUs with at least this much free `size` (20GiB = 20·2^30 bytes, 20GB = 20·10^9, 512MiB, 1.5TiB, bytes)", "how many GPUs to pick (`n`)")
-	var cf claimFlags
-	cf.add(fs)
+		"run the job on the host with vramtop pick -- CMD there, which claims the GPU.\n\n")
+	fl := &pickCmdFlags{}
+	fl.sf.addDemo(fs)
+	fl.pf.add(fs, "pick only GPUs with at least this much free `size` (20GiB = 20·2^30 bytes, 20GB = 20·10^9, 512MiB, 1.5TiB, bytes)", "how many GPUs to pick (`n`)")
+	fl.cf.add(fs)
+	return fs, fl
+}
+
+// runPick prints the freest GPU (or a comma list, freest first) and exits
+// 1 with one line on stderr when too few have the memory asked for. It
+// skips GPUs other vramtop users claimed and claims the ones it prints
+// (see package claims); with a command after --, it runs it on them. With
+// --prometheus it picks across the fleet instead (pickFleet).
+func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, fl := pickFlagSet()
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
 	argv, ok := commandArgs(fs, stderr)
-	if !ok || !pf.validWith(argv, stderr) {
+	if !ok || !fl.pf.validWith(argv, stderr) {
 		return exitUsage
 	}
-	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on" && pf.prometheus == "", stderr) {
+	opt, ok := fl.pf.options(fs.Name(), stderr)
+	if !ok || !fl.cf.valid(fs.Name(), stderr) || !fl.pf.sizeByPast(&opt, fl.sf.demo == "on" && fl.pf.prometheus == "", stderr) {
 		return exitUsage
 	}
-	if pf.prometheus != "" {
-		return pickFleet(ctx, fs.Name(), pf, cf.uuid, opt, stdout, stderr)
+	if fl.pf.prometheus != "" {
+		return pickFleet(ctx, fs.Name(), fl.pf, fl.cf.uuid, opt, stdout, stderr)
 	}
-	s, code := sf.newSampler(stderr)
+	s, code := fl.sf.newSampler(stderr)
 	if s == nil {
 		return code
 	}
 	snap := s.Once()
 	s.Close()
-	cl := newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
+	cl := newClaimer(fs.Name(), opt.MinFree, argv, fl.cf.noClaim, stderr)
 	until := time.Time{}
 	if argv == nil {
-		until = time.Now().Add(cf.ttl)
+		until = time.Now().Add(fl.cf.ttl)
 	}
 	// Another pick may claim a GPU between reading the claims and taking
 	// one: each lost race makes the GPU claimed, and the pick is tried
@@ -87,10 +98,10 @@ func runPick(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !ok {
 			continue
 		}
-		if cf.uuid {
+		if fl.cf.uuid {
 			byUUID(snap, picks)
 		}
-		return handOut(ctx, fs.Name(), sf, cf, pf.asJSON, argv, snap, picks, held, stdout, stderr)
+		return handOut(ctx, fs.Name(), fl.sf, fl.cf, fl.pf.asJSON, argv, snap, picks, held, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "vramtop pick: the GPUs were claimed by others meanwhile")
 	return 1

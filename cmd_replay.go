@@ -23,13 +23,27 @@ var _ ui.ReplayControl = (*replay.Player)(nil)
 // maxReplayWarnings bounds the damaged-line warnings printed one by one.
 const maxReplayWarnings = 20
 
+// replayFlags are vramtop replay's flags.
+type replayFlags struct {
+	once   *bool
+	asJSON *bool
+	at     *string
+	th     thresholdFlags
+}
+
+// replayFlagSet declares vramtop replay's flags.
+func replayFlagSet() (*pflag.FlagSet, *replayFlags) {
+	fs := newFlagSet("vramtop replay", "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n")
+	fl := &replayFlags{}
+	fl.once = fs.Bool("once", false, "print the snapshot at --at (default: the end) as a table and exit")
+	fl.asJSON = fs.Bool("json", false, "with --once: print the snapshot as the --once --json document (docs/schema/snapshot.schema.json)")
+	fl.at = fs.String("at", "", "the `moment`: 03:12:00 (on the recording's day), 2026-03-14 03:12:00, RFC 3339, +1h5m from the start, -10m from the end, start, end")
+	fl.th.add(fs, "")
+	return fs, fl
+}
+
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop replay", "Usage: vramtop replay FILE [FILE.1 ...] [flags]\n\nPlays a recording of vramtop record (or vramtop run --record) in the live view:\nspace plays/pauses, ←/→ step, [ ] a minute, g/G the ends, > the speed (×1, ×4, ×16).\nName the rotated parts of a recording to replay them together.\n\n", stderr)
-	once := fs.Bool("once", false, "print the snapshot at --at (default: the end) as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print the snapshot as the --once --json document (docs/schema/snapshot.schema.json)")
-	at := fs.String("at", "", "the `moment`: 03:12:00 (on the recording's day), 2026-03-14 03:12:00, RFC 3339, +1h5m from the start, -10m from the end, start, end")
-	var th thresholdFlags
-	th.add(fs, "")
+	fs, fl := replayFlagSet()
 	files, code, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
 		return code
@@ -38,18 +52,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "vramtop replay: name the recording to replay (vramtop replay FILE)")
 		return exitUsage
 	}
-	if !th.valid(fs, stderr) {
+	if !fl.th.valid(fs, stderr) {
 		return exitUsage
 	}
-	if *asJSON {
-		*once = true
+	if *fl.asJSON {
+		*fl.once = true
 	}
 	if len(files) == 1 && files[0] != replay.Stdin {
 		if _, err := os.Stat(files[0] + ".1"); err == nil {
 			fmt.Fprintf(stderr, "vramtop replay: note: older parts of this recording exist (%s.1 …); name them too to replay them\n", files[0])
 		}
 	}
-	background := !*once && *at == "" && len(files) == 1 && fullScreenOK(stdout, os.Getenv("TERM"))
+	background := !*fl.once && *fl.at == "" && len(files) == 1 && fullScreenOK(stdout, os.Getenv("TERM"))
 	l := &replayLoad{stderr: stderr}
 	rec, code, ok := l.open(ctx, files, background)
 	if !ok {
@@ -58,23 +72,23 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer rec.Close()
 	var moment time.Time
 	var err error
-	if *at != "" {
-		if moment, err = replay.ParseMoment(*at, rec); err != nil {
+	if *fl.at != "" {
+		if moment, err = replay.ParseMoment(*fl.at, rec); err != nil {
 			fmt.Fprintf(stderr, "vramtop replay: --at %v\n", err)
 			return exitUsage
 		}
 	}
-	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
-		*once = true
+	if !*fl.once && !fullScreenOK(stdout, os.Getenv("TERM")) {
+		*fl.once = true
 	}
-	if *once {
+	if *fl.once {
 		i := rec.Len() - 1
 		if !moment.IsZero() {
 			i = rec.Index(moment)
 		}
 		snap := rec.Snapshot(i)
 		if !writeOutput(stdout, stderr, "vramtop replay", func(w io.Writer) error {
-			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+			return writeSnapshot(w, snap, fl.th.Thresholds, *fl.asJSON)
 		}) {
 			return 1
 		}
@@ -82,7 +96,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 
 	l.quiet()
-	return viewReplay(ctx, rec, moment, files, th, stderr)
+	return viewReplay(ctx, rec, moment, files, fl.th, stderr)
 }
 
 // replayLoad reads a recording, printing its damaged-line warnings as

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vramtop/vramtop/demo"
 	"github.com/vramtop/vramtop/jobrun"
 	"github.com/vramtop/vramtop/recorder"
@@ -26,27 +28,43 @@ const demoJobDevice = 2
 // jobInterval is vramtop run's default sampling interval.
 const jobInterval = 250 * time.Millisecond
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runFlags are vramtop run's flags.
+type runFlags struct {
+	sf            sourceFlags
+	record        *string
+	reportFmt     *string
+	reportFile    *string
+	killLeftovers *bool
+	killGrace     *time.Duration
+}
+
+// runFlagSet declares vramtop run's flags.
+func runFlagSet() (*pflag.FlagSet, *runFlags) {
 	fs := newFlagSet("vramtop run", "Usage: vramtop run [flags] -- CMD [ARGS...]\n\n"+
 		"Runs CMD with its input and output untouched, follows the GPU memory of it and every\n"+
 		"process it starts, and when it ends reports the peak per GPU, the least headroom, who\n"+
 		"else held memory then, the energy each GPU drew (J and kWh) and the job's share, a plot,\n"+
 		"and the diagnosis of an out-of-memory error in its stderr.\n"+
-		"The exit status is CMD's (128+N when signal N killed it).\n\n", stderr)
+		"The exit status is CMD's (128+N when signal N killed it).\n\n")
+	fl := &runFlags{}
 	fs.SetInterspersed(false) // the flags after CMD are CMD's
-	var sf sourceFlags
-	sf.add(fs)
+	fl.sf.add(fs)
 	// A job is watched closely: device memory four times a second, so the
 	// growth just before an out-of-memory error shows in the report.
 	if f := fs.Lookup("interval"); f != nil {
 		f.Value.Set(jobInterval.String())
 		f.DefValue = jobInterval.String()
 	}
-	record := fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
-	reportFmt := fs.String("report", "text", "the report's format: text or json (schema: docs/schema/run-report.schema.json)")
-	reportFile := fs.String("report-file", "", "write the report to `FILE` instead of stderr")
-	killLeftovers := fs.Bool("kill-leftovers", false, "when the command exits, end the processes it left running (SIGTERM, then SIGKILL after --kill-grace)")
-	killGrace := fs.Duration("kill-grace", jobrun.DefaultKillGrace, "with --kill-leftovers: how long to wait between SIGTERM and SIGKILL")
+	fl.record = fs.String("record", "", "also record the GPUs to `FILE` while the job runs (see vramtop replay)")
+	fl.reportFmt = fs.String("report", "text", "the report's format: text or json (schema: docs/schema/run-report.schema.json)")
+	fl.reportFile = fs.String("report-file", "", "write the report to `FILE` instead of stderr")
+	fl.killLeftovers = fs.Bool("kill-leftovers", false, "when the command exits, end the processes it left running (SIGTERM, then SIGKILL after --kill-grace)")
+	fl.killGrace = fs.Duration("kill-grace", jobrun.DefaultKillGrace, "with --kill-leftovers: how long to wait between SIGTERM and SIGKILL")
+	return fs, fl
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, fl := runFlagSet()
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -55,17 +73,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vramtop run: name the command to run: vramtop run [flags] -- CMD [ARGS...]")
 		return exitUsage
 	}
-	if *killGrace <= 0 {
-		fmt.Fprintf(stderr, "vramtop run: --kill-grace %v: want a positive duration\n", *killGrace)
+	if *fl.killGrace <= 0 {
+		fmt.Fprintf(stderr, "vramtop run: --kill-grace %v: want a positive duration\n", *fl.killGrace)
 		return exitUsage
 	}
-	if *reportFmt != "text" && *reportFmt != "json" {
-		fmt.Fprintf(stderr, "vramtop run: --report %q: want text or json\n", *reportFmt)
+	if *fl.reportFmt != "text" && *fl.reportFmt != "json" {
+		fmt.Fprintf(stderr, "vramtop run: --report %q: want text or json\n", *fl.reportFmt)
 		return exitUsage
 	}
 	return runJob(ctx, "vramtop run", jobSpec{
-		sf: sf, argv: argv, record: *record, reportFmt: *reportFmt, reportFile: *reportFile,
-		killLeftovers: *killLeftovers, killGrace: *killGrace,
+		sf: fl.sf, argv: argv, record: *fl.record, reportFmt: *fl.reportFmt, reportFile: *fl.reportFile,
+		killLeftovers: *fl.killLeftovers, killGrace: *fl.killGrace,
 	}, stdout, stderr)
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/alerthook"
 	"github.com/vramtop/vramtop/claims"
@@ -22,52 +24,68 @@ import (
 // (--listen :9400), not a default.
 const defaultListen = "127.0.0.1:9400"
 
+// serveFlags are vramtop serve's flags.
+type serveFlags struct {
+	sf         sourceFlags
+	listen     *string
+	hostname   *string
+	maxProcs   *int
+	noCommands *bool
+	onAlert    *string
+	th         thresholdFlags
+}
+
+// serveFlagSet declares vramtop serve's flags.
+func serveFlagSet() (*pflag.FlagSet, *serveFlags) {
+	fs := newFlagSet("vramtop serve", "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_*, _GPU_TEMP,\n_POWER_USAGE and _GPU_UTIL, and vramtop_*. SIGTERM or Ctrl-C stops it (exit status 0).\n\nFlags:\n")
+	fl := &serveFlags{}
+	fl.sf.add(fs)
+	fl.listen = fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
+	fl.hostname = fs.String("hostname", "", "the hostname label of every series (default: this machine's host name)")
+	fl.maxProcs = fs.Int("max-process-series", exporter.DefaultMaxProcessSeries, "per-process series of each GPU: the `N` processes using the most memory (-1: all); the GPU series are always complete")
+	fl.noCommands = fs.Bool("no-command-labels", false, "leave command lines out of the per-process series (a command line may hold a token or a password)")
+	fl.onAlert = fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts")
+	fl.th.add(fs, "vramtop_alert")
+	return fs, fl
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop serve", "Usage: vramtop serve [flags]\n\nServes the GPUs' memory as Prometheus metrics: dcgm-exporter's DCGM_FI_DEV_FB_*, _GPU_TEMP,\n_POWER_USAGE and _GPU_UTIL, and vramtop_*. SIGTERM or Ctrl-C stops it (exit status 0).\n\nFlags:\n", stderr)
-	var sf sourceFlags
-	sf.add(fs)
-	listen := fs.String("listen", defaultListen, "`address` to serve /metrics and /healthz on (:9400 for every interface)")
-	hostname := fs.String("hostname", "", "the hostname label of every series (default: this machine's host name)")
-	maxProcs := fs.Int("max-process-series", exporter.DefaultMaxProcessSeries, "per-process series of each GPU: the `N` processes using the most memory (-1: all); the GPU series are always complete")
-	noCommands := fs.Bool("no-command-labels", false, "leave command lines out of the per-process series (a command line may hold a token or a password)")
-	onAlert := fs.String("on-alert", "", "run `CMD` (sh -c) with an alert as JSON on stdin when the alert starts")
-	var th thresholdFlags
-	th.add(fs, "vramtop_alert")
+	fs, fl := serveFlagSet()
 	if code, ok := parseNoArgs(fs, args, stderr, ""); !ok {
 		return code
 	}
-	if !th.valid(fs, stderr) {
+	if !fl.th.valid(fs, stderr) {
 		return exitUsage
 	}
-	if *maxProcs < -1 {
-		fmt.Fprintf(stderr, "vramtop serve: --max-process-series %d: want a count, or -1 for all\n", *maxProcs)
+	if *fl.maxProcs < -1 {
+		fmt.Fprintf(stderr, "vramtop serve: --max-process-series %d: want a count, or -1 for all\n", *fl.maxProcs)
 		return exitUsage
 	}
-	if _, _, err := net.SplitHostPort(*listen); err != nil {
-		fmt.Fprintf(stderr, "vramtop serve: --listen %q: want host:port or :port, as :9400 or 127.0.0.1:9400\n", *listen)
+	if _, _, err := net.SplitHostPort(*fl.listen); err != nil {
+		fmt.Fprintf(stderr, "vramtop serve: --listen %q: want host:port or :port, as :9400 or 127.0.0.1:9400\n", *fl.listen)
 		return exitUsage
 	}
 	// Take the port before touching the GPUs: a second exporter fails
 	// fast, with one line.
-	ln, err := exporter.Listen(*listen)
+	ln, err := exporter.Listen(*fl.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "vramtop serve: %v\n", err)
 		return 1
 	}
 	defer ln.Close()
-	s, code := sf.newSampler(stderr)
+	s, code := fl.sf.newSampler(stderr)
 	if s == nil {
 		return code
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cfg := advisor.Config{Thresholds: th.Thresholds, User: currentUser()}
+	cfg := advisor.Config{Thresholds: fl.th.Thresholds, User: currentUser()}
 	opts := exporter.Options{
-		Hostname:         *hostname,
+		Hostname:         *fl.hostname,
 		Version:          version,
 		Monitor:          advisor.NewMonitor(cfg),
-		MaxProcessSeries: *maxProcs,
-		NoCommandLabels:  *noCommands,
+		MaxProcessSeries: *fl.maxProcs,
+		NoCommandLabels:  *fl.noCommands,
 	}
 	// The claims of vramtop pick and wait on this host, for the fleet's
 	// pick (vramtop_gpu_claimed).
@@ -77,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		opts.Claims = claims.Watch(ctx, cs, claimsRefresh).Claims
 	}
 	coll := exporter.New(s.Latest, opts)
-	hook, hookDone := startAlertHook(ctx, *onAlert, cmp.Or(*hostname, sf.host), "vramtop serve", stderr)
+	hook, hookDone := startAlertHook(ctx, *fl.onAlert, cmp.Or(*fl.hostname, fl.sf.host), "vramtop serve", stderr)
 	snaps := s.Subscribe()
 	sampled := make(chan error, 1)
 	go func() { sampled <- s.Run(ctx) }()

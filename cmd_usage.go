@@ -28,9 +28,10 @@ const usageHead = "Usage: vramtop usage [RECORDING ...] [flags]\n       vramtop 
 	"never memory held); the last sample stands for one interval.\n\n" +
 	"Exit status: 0 accounted, 1 unreadable recordings or Prometheus, 2 bad flags, 130/143 on a signal.\n\nFlags:\n"
 
-func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop usage", usageHead, stderr)
-	var f usageFlags
+// usageFlagSet declares vramtop usage's flags.
+func usageFlagSet() (*pflag.FlagSet, *usageFlags) {
+	fs := newFlagSet("vramtop usage", usageHead)
+	f := &usageFlags{}
 	f.since = fs.String("since", "", "the window's start: a `time` (2026-03-14, 2026-03-14 09:00, RFC 3339) or how long before --until (7d, 12h); with --prometheus 1d by default")
 	f.until = fs.String("until", "", "the window's end: a `time`, or how long before now (1h); now when --since is a duration or with --prometheus")
 	f.asJSON = fs.Bool("json", false, "print one JSON document (docs/schema/usage.schema.json)")
@@ -39,6 +40,11 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	f.promURL = fs.String("prometheus", "", "read the series vramtop serve exports from Prometheus at `URL` instead of recordings")
 	f.step = fs.Duration("step", 0, "with --prometheus: the resolution (default: 1m, coarser for windows past a week)")
 	f.timeout = fs.Duration("timeout", 30*time.Second, "with --prometheus: how long each query may take")
+	return fs, f
+}
+
+func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, f := usageFlagSet()
 	files, code, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
 		return code
@@ -67,7 +73,7 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if code, failed := usageReadFailed(ctx, addUsageRecordings(ctx, a, files, stderr), stderr); failed {
 		return code
 	}
-	return writeUsage(a.Report(), f, stdout, stderr)
+	return writeUsage(a.Report(), *f, stdout, stderr)
 }
 
 // usageFlags are vramtop usage's flags.

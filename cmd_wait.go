@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/claims"
 	"github.com/vramtop/vramtop/sampler"
@@ -17,9 +19,17 @@ import (
 // look like a free card.
 const defaultSettle = 10 * time.Second
 
-// runWait blocks until enough GPUs qualify and have kept qualifying for
-// the settle time, then prints them as pick does.
-func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// waitFlags are vramtop wait's flags.
+type waitFlags struct {
+	sf      sourceFlags
+	pf      pickFlags
+	settle  *time.Duration
+	timeout *time.Duration
+	cf      claimFlags
+}
+
+// waitFlagSet declares vramtop wait's flags.
+func waitFlagSet() (*pflag.FlagSet, *waitFlags) {
 	fs := newFlagSet("vramtop wait", "Usage: vramtop wait --min-free SIZE [--count N] [--max-util PCT] [--settle D] [--timeout D] [--demo | --prometheus URL] [--json] [-- CMD [ARGS...]]\n\n"+
 		"Waits until --count GPUs each have --min-free free (and at most --max-util utilization), and\n"+
 		"have kept it for --settle, then prints them as vramtop pick does, freest first:\n"+
@@ -32,60 +42,65 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"With --prometheus, wait watches every host that Prometheus scrapes, as vramtop fleet reads them,\n"+
 		"and prints one HOST:GPU line per GPU: hosts that are down never qualify, nor GPUs claimed on\n"+
 		"their host (vramtop serve exports the claims). It claims nothing: run the job on the host with\n"+
-		"vramtop wait -- CMD there, which claims the GPU.\n\n", stderr)
-	var sf sourceFlags
-	sf.addDemo(fs)
-	fs.DurationVar(&sf.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest; with --prometheus how often to ask it, default 5s, 1s at the fastest)")
-	var pf pickFlags
-	pf.add(fs, "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)", "how many GPUs to wait for (`n`)")
-	settle := fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
-	timeout := fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
-	var cf claimFlags
-	cf.add(fs)
+		"vramtop wait -- CMD there, which claims the GPU.\n\n")
+	fl := &waitFlags{}
+	fl.sf.addDemo(fs)
+	fs.DurationVar(&fl.sf.interval, "interval", sampler.DefaultInterval, "device memory sampling `interval` (50ms at the fastest; with --prometheus how often to ask it, default 5s, 1s at the fastest)")
+	fl.pf.add(fs, "wait for GPUs with at least this much free `size` (40GiB = 40·2^30 bytes, 40GB = 40·10^9)", "how many GPUs to wait for (`n`)")
+	fl.settle = fs.Duration("settle", defaultSettle, "how long the GPUs must keep qualifying (0: at once)")
+	fl.timeout = fs.Duration("timeout", 0, "give up after this long, with exit status 1 (0: wait until interrupted)")
+	fl.cf.add(fs)
+	return fs, fl
+}
+
+// runWait blocks until enough GPUs qualify and have kept qualifying for
+// the settle time, then prints them as pick does.
+func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, fl := waitFlagSet()
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
 	argv, ok := commandArgs(fs, stderr)
-	if !ok || !pf.validWith(argv, stderr) {
+	if !ok || !fl.pf.validWith(argv, stderr) {
 		return exitUsage
 	}
-	opt, ok := pf.options(fs.Name(), stderr)
-	if !ok || !cf.valid(fs.Name(), stderr) || !pf.sizeByPast(&opt, sf.demo == "on" && pf.prometheus == "", stderr) {
+	opt, ok := fl.pf.options(fs.Name(), stderr)
+	if !ok || !fl.cf.valid(fs.Name(), stderr) || !fl.pf.sizeByPast(&opt, fl.sf.demo == "on" && fl.pf.prometheus == "", stderr) {
 		return exitUsage
 	}
 	switch {
-	case *settle < 0 || *timeout < 0:
+	case *fl.settle < 0 || *fl.timeout < 0:
 		fmt.Fprintln(stderr, "vramtop wait: --settle and --timeout cannot be negative")
 		return exitUsage
-	case *timeout > 0 && *timeout < *settle:
+	case *fl.timeout > 0 && *fl.timeout < *fl.settle:
 		fmt.Fprintf(stderr, "vramtop wait: --timeout %v is shorter than --settle %v: the GPUs could never settle in time; "+
-			"give a longer --timeout or a shorter --settle\n", *timeout, *settle)
+			"give a longer --timeout or a shorter --settle\n", *fl.timeout, *fl.settle)
 		return exitUsage
 	}
-	if *timeout > 0 {
+	if *fl.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		ctx, cancel = context.WithTimeout(ctx, *fl.timeout)
 		defer cancel()
 	}
-	w := newWaiter(opt, *settle)
+	w := newWaiter(opt, *fl.settle)
 	var status func(string)
 	if isTerminal(stderr) {
 		status = func(line string) { fmt.Fprintf(stderr, "\r\x1b[Kvramtop wait: %s", line) }
 	}
-	if pf.prometheus != "" {
+	if fl.pf.prometheus != "" {
 		interval := defaultFleetInterval
 		if fs.Changed("interval") {
-			interval = max(sf.interval, minFleetInterval)
+			interval = max(fl.sf.interval, minFleetInterval)
 		}
-		return waitFleet(ctx, fs.Name(), pf, cf.uuid, w, interval, status, stdout, stderr)
+		return waitFleet(ctx, fs.Name(), fl.pf, fl.cf.uuid, w, interval, status, stdout, stderr)
 	}
-	s, code := sf.newSampler(stderr)
+	s, code := fl.sf.newSampler(stderr)
 	if s == nil {
 		return code
 	}
-	w.cl = newClaimer(fs.Name(), opt.MinFree, argv, cf.noClaim, stderr)
+	w.cl = newClaimer(fs.Name(), opt.MinFree, argv, fl.cf.noClaim, stderr)
 	if argv == nil {
-		w.ttl = cf.ttl
+		w.ttl = fl.cf.ttl
 	}
 	picks, held, snap, err := w.wait(ctx, s, status)
 	if status != nil {
@@ -94,10 +109,10 @@ func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return waitFailed(ctx, fs.Name(), err, stderr)
 	}
-	if cf.uuid {
+	if fl.cf.uuid {
 		byUUID(snap, picks)
 	}
-	return handOut(ctx, fs.Name(), sf, cf, pf.asJSON, argv, snap, picks, held, stdout, stderr)
+	return handOut(ctx, fs.Name(), fl.sf, fl.cf, fl.pf.asJSON, argv, snap, picks, held, stdout, stderr)
 }
 
 // waitFailed ends a wait that timed out or was interrupted: one line, and

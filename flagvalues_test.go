@@ -26,10 +26,12 @@ func TestEveryFlagBadValue(t *testing.T) {
 	byType := map[string]string{
 		"bool": "maybe", "int": "two", "float64": "high", "duration": "1x", "uint": "-1", "int64": "two",
 	}
-	cmds := append([]command{{name: "", run: runTop}}, commands()...)
+	top := topCommand()
+	top.name = ""
+	cmds := append([]command{top}, commands()...)
 	n := 0
 	for _, c := range cmds {
-		fs, _ := describe(c.run)
+		fs := c.flags()
 		fs.VisitAll(func(f *pflag.Flag) {
 			if f.Name == "help" {
 				return

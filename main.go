@@ -265,21 +265,27 @@ func mustPercentText(s string) string {
 // newFlagSet is the flag set of a command named name ("vramtop serve");
 // head is its help: "Usage: vramtop serve [flags]", a blank line, what it
 // does. Flags are GNU style (--name value, --name=value) and may follow
-// arguments. A command defines its flags and calls parse before it does
-// anything else: the command table learns a command's flags by running it
-// with a describer as stderr (describe), which parse stops at once.
-func newFlagSet(name, head string, stderr io.Writer) *pflag.FlagSet {
+// arguments. A command declares its flags in a function of its own that
+// calls newFlagSet (the command table's flags), and its run parses its
+// arguments with that flag set before it does anything else.
+func newFlagSet(name, head string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, head)
-		fmt.Fprint(stderr, fs.FlagUsages())
-	}
-	if d, ok := stderr.(*describer); ok {
-		d.fs, d.head = fs, head
+		fmt.Fprint(fs.Output(), head)
+		fmt.Fprint(fs.Output(), fs.FlagUsages())
 	}
 	return fs
+}
+
+// helpHead is the help that newFlagSet gave fs, without the flags.
+func helpHead(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.Usage()
+	fs.SetOutput(io.Discard)
+	return strings.TrimSuffix(b.String(), fs.FlagUsages())
 }
 
 // parse parses args into fs; help prints usage and returns 0, bad flags
@@ -287,12 +293,11 @@ func newFlagSet(name, head string, stderr io.Writer) *pflag.FlagSet {
 // go on.
 func parse(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
 	userValues(fs)
-	if _, ok := stderr.(*describer); ok {
-		return 0, false
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stderr)
 			fs.Usage()
+			fs.SetOutput(io.Discard)
 			return 0, false
 		}
 		fmt.Fprintf(stderr, "%s: %s (see %s --help)\n", fs.Name(), flagError(err), fs.Name())
@@ -314,47 +319,63 @@ func parseNoArgs(fs *pflag.FlagSet, args []string, stderr io.Writer, hint string
 	return 0, true
 }
 
+// topFlags are the live view's flags.
+type topFlags struct {
+	sf      sourceFlags
+	once    *bool
+	asJSON  *bool
+	th      thresholdFlags
+	bell    *bool
+	notify  *bool
+	onAlert *string
+}
+
+// topFlagSet declares the live view's flags.
+func topFlagSet() (*pflag.FlagSet, *topFlags) {
+	fs := newFlagSet("vramtop", "Usage: vramtop [flags]\n\n")
+	fl := &topFlags{}
+	fl.sf.add(fs)
+	fl.once = fs.Bool("once", false, "print one sample as a table and exit")
+	fl.asJSON = fs.Bool("json", false, "with --once: print one JSON document (schema: docs/schema/snapshot.schema.json)")
+	fl.th.add(fs, "")
+	fl.bell = fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
+	fl.notify = fs.Bool("notify", false, "desktop notifications through the terminal (OSC 9/777, the bell elsewhere) when a GPU turns critical, a leak or time-to-full alert starts, or a GPU watched with w is free")
+	fl.onAlert = fs.String("on-alert", "", viewOnAlertUsage)
+	return fs, fl
+}
+
 func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("vramtop", "Usage: vramtop [flags]\n\n", stderr)
-	var sf sourceFlags
-	sf.add(fs)
-	once := fs.Bool("once", false, "print one sample as a table and exit")
-	asJSON := fs.Bool("json", false, "with --once: print one JSON document (schema: docs/schema/snapshot.schema.json)")
-	var th thresholdFlags
-	th.add(fs, "")
-	bell := fs.Bool("bell", false, "ring the terminal bell when a GPU turns critical")
-	notify := fs.Bool("notify", false, "desktop notifications through the terminal (OSC 9/777, the bell elsewhere) when a GPU turns critical, a leak or time-to-full alert starts, or a GPU watched with w is free")
-	onAlert := fs.String("on-alert", "", viewOnAlertUsage)
+	fs, fl := topFlagSet()
 	if code, ok := parseNoArgs(fs, args, stderr, " (see vramtop --help)"); !ok {
 		return code
 	}
-	if !th.valid(fs, stderr) {
+	if !fl.th.valid(fs, stderr) {
 		return exitUsage
 	}
-	if *asJSON && !*once {
-		*once = true
+	if *fl.asJSON && !*fl.once {
+		*fl.once = true
 	}
-	if !*once && !fullScreenOK(stdout, os.Getenv("TERM")) {
-		*once = true
+	if !*fl.once && !fullScreenOK(stdout, os.Getenv("TERM")) {
+		*fl.once = true
 	}
 	var ls *liveStart
 	// The live view draws a frame per snapshot: one a second, whatever the
 	// sampling interval (fast mode's samples show as peaks).
 	cfg := sampler.Config{PublishInterval: time.Second}
-	if !*once {
-		ls = beginLive(true, sf.demo != "on")
+	if !*fl.once {
+		ls = beginLive(true, fl.sf.demo != "on")
 		cfg = ls.config(cfg)
 	}
-	_, s, code := sf.start("vramtop", cfg, stderr)
+	_, s, code := fl.sf.start("vramtop", cfg, stderr)
 	if s == nil {
 		return code
 	}
-	if *once {
-		onceIgnoresHook(stderr, "vramtop", *onAlert, "; vramtop serve --on-alert CMD watches without a screen")
+	if *fl.once {
+		onceIgnoresHook(stderr, "vramtop", *fl.onAlert, "; vramtop serve --on-alert CMD watches without a screen")
 		snap := s.Once()
 		s.Close()
 		if !writeOutput(stdout, stderr, "vramtop", func(w io.Writer) error {
-			return writeSnapshot(w, snap, th.Thresholds, *asJSON)
+			return writeSnapshot(w, snap, fl.th.Thresholds, *fl.asJSON)
 		}) {
 			return 1
 		}
@@ -365,18 +386,18 @@ func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if me == "" {
 		me = os.Getenv("USER")
 	}
-	if sf.demo == "on" {
+	if fl.sf.demo == "on" {
 		me = demo.User
 	}
-	host := sf.host
+	host := fl.sf.host
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	onAlerts, endHook := startViewHook(ctx, *onAlert, host, "vramtop")
+	onAlerts, endHook := startViewHook(ctx, *fl.onAlert, host, "vramtop")
 	err := runLive(ctx, s, ls, ui.Options{
-		Thresholds:  th.Thresholds,
-		Bell:        *bell,
-		Notify:      *notify,
+		Thresholds:  fl.th.Thresholds,
+		Bell:        *fl.bell,
+		Notify:      *fl.notify,
 		SetInterval: s.SetInterval,
 		Version:     version,
 		User:        me,
