@@ -12,6 +12,7 @@ import (
 	"github.com/vramtop/vramtop/ui/detail"
 	"github.com/vramtop/vramtop/ui/draw"
 	"github.com/vramtop/vramtop/ui/gpus"
+	"github.com/vramtop/vramtop/ui/help"
 	"github.com/vramtop/vramtop/ui/judge"
 	"github.com/vramtop/vramtop/ui/procs"
 )
@@ -176,7 +177,13 @@ func procsOf(m *Model) *procs.Table { return m.procs.(*procs.Table) }
 func procsPeek(m *Model) procs.Peek { return procsOf(m).Peek() }
 
 // helpOpen reports whether the help screen is open.
-func (m *Model) helpOpen() bool { return m.open >= 0 && m.screens[m.open].key == &m.ctx.Keys.Help }
+func (m *Model) helpOpen() bool {
+	if m.open < 0 {
+		return false
+	}
+	_, ok := m.screens[m.open].(*help.Screen)
+	return ok
+}
 
 // testRules judge with observe and advise; nil ones find nothing.
 type testRules struct {

@@ -96,7 +96,7 @@ type Model struct {
 	screen screen
 	// screens take the whole terminal, opened by their key over
 	// everything else; open is the one open, -1 for none.
-	screens    []fullScreen
+	screens    []common.Screen
 	open       int
 	showAlerts bool
 	fleet      bool
@@ -195,8 +195,13 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	m.header = top.New(m.ctx)
 	m.banner = banner.New(m.ctx)
 	m.footer = footer.New(m.ctx)
-	// The screens over everything else, opened by their key.
-	m.screens = []fullScreen{{&m.ctx.Keys.Help, help.New(m.ctx)}}
+	// The screens over everything else, each opened by its own key.
+	m.screens = []common.Screen{
+		help.New(m.ctx),
+	}
+	for _, sc := range m.screens {
+		m.ctx.ScreenKeys = append(m.ctx.ScreenKeys, sc.Key())
+	}
 	m.procs = procs.New(m.ctx, &m.out)
 	m.hosts = hosts.New(m.ctx, &m.out)
 	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.judge.Watching(id) }, opts.Claim)
@@ -234,7 +239,7 @@ func (m *Model) setStyles(st common.Styles) {
 func (m *Model) parts() []common.Component {
 	ps := []common.Component{m.header, m.banner, m.gpus, m.procs, m.hosts, m.detail, m.alertv, m.prompt, m.footer}
 	for _, sc := range m.screens {
-		ps = append(ps, sc.part)
+		ps = append(ps, sc)
 	}
 	return ps
 }
@@ -296,7 +301,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseWheelMsg:
 		switch {
 		case m.open >= 0:
-			cmd = m.screens[m.open].part.Update(msg)
+			cmd = m.screens[m.open].Update(msg)
 		case m.showAlerts:
 			cmd = m.alertv.Update(msg)
 		case m.screen == screenDetail:
@@ -428,11 +433,11 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.open >= 0 {
 		sc := m.screens[m.open]
-		if key.Matches(k, *sc.key, m.ctx.Keys.Back) {
+		if key.Matches(k, sc.Key(), m.ctx.Keys.Back) {
 			m.open = -1
 			return nil
 		}
-		return sc.part.Update(k)
+		return sc.Update(k)
 	}
 	if m.showAlerts {
 		if key.Matches(k, m.ctx.Keys.Alerts, m.ctx.Keys.Back) {
@@ -447,7 +452,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case m.screenOf(k) >= 0:
 		m.open = m.screenOf(k)
-		m.screens[m.open].part.Update(common.Opened{})
+		m.screens[m.open].Update(common.Opened{})
 	case key.Matches(k, m.ctx.Keys.Alerts):
 		m.alertv.Update(common.Opened{})
 		m.showAlerts = true
@@ -576,17 +581,10 @@ func matchesAny(k tea.KeyPressMsg, bs []key.Binding) bool {
 	return key.Matches(k, bs...)
 }
 
-// fullScreen is a screen that takes the whole terminal: key opens and
-// closes it.
-type fullScreen struct {
-	key  *key.Binding
-	part common.Component
-}
-
 // screenOf is the index of the screen that k opens; -1 for none.
 func (m *Model) screenOf(k tea.KeyPressMsg) int {
 	for i, sc := range m.screens {
-		if key.Matches(k, *sc.key) {
+		if key.Matches(k, sc.Key()) {
 			return i
 		}
 	}
@@ -611,7 +609,7 @@ func (m *Model) relayout() {
 		return
 	}
 	for _, sc := range m.screens {
-		sc.part.SetSize(m.geo.width, m.geo.height)
+		sc.SetSize(m.geo.width, m.geo.height)
 	}
 	m.alertv.SetSize(m.geo.width, m.geo.height-1)
 	m.gpus.Update(common.Focus(m.focus == paneGPUs))
@@ -715,7 +713,7 @@ func (m *Model) render() string {
 		return lipgloss.Place(m.geo.width, m.geo.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.geo.width, ""), m.geo.width, m.geo.height))
 	}
 	if m.open >= 0 {
-		return draw.PadLines(draw.ClampLines(m.screens[m.open].part.View(), m.geo.width, m.geo.height), m.geo.height)
+		return draw.PadLines(draw.ClampLines(m.screens[m.open].View(), m.geo.width, m.geo.height), m.geo.height)
 	}
 	if m.showAlerts {
 		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.geo.width, m.geo.height-1), m.geo.height-1) + "\n" + m.footer.View()

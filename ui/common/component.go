@@ -30,6 +30,14 @@ type Component interface {
 	Bindings() []key.Binding
 }
 
+// Screen is a part that takes the whole terminal: the root opens it over
+// everything on its key and closes it on that key or esc.
+type Screen interface {
+	Component
+	// Key is the key that opens and closes it, with its help.
+	Key() key.Binding
+}
+
 // Requests of components to the root model.
 type (
 	// OpenDetail opens the detail screen of a device, or of a process
@@ -84,6 +92,9 @@ type Context struct {
 	Th     advisor.Thresholds
 	Title  string
 	User   string
+	// ScreenKeys are the keys of the full screens (Screen.Key), for the
+	// help screen: those not in Keys are listed after them.
+	ScreenKeys []key.Binding
 }
 
 // Messages the root sends to a part.

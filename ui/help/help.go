@@ -41,6 +41,9 @@ func (h *Screen) SetSize(w, hh int) {
 	h.refresh()
 }
 
+// Key is the help screen's key: ? and F1.
+func (h *Screen) Key() key.Binding { return h.ctx.Keys.Help }
+
 func (h *Screen) Bindings() []key.Binding {
 	k := &h.ctx.Keys
 	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Help, k.Back}
@@ -50,7 +53,7 @@ func (h *Screen) Bindings() []key.Binding {
 func (h *Screen) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
 	case common.Opened:
-		h.groups = h.ctx.Keys.HelpGroups()
+		h.groups = h.keys()
 		h.refresh()
 		h.pg.Top()
 		return nil
@@ -60,6 +63,28 @@ func (h *Screen) Update(msg tea.Msg) tea.Cmd {
 		return nil
 	}
 	return h.pg.Update(msg)
+}
+
+// keys are the keymap's enabled now, by theme, then the keys of the full
+// screens that declare their own.
+func (h *Screen) keys() [][]key.Binding {
+	groups := h.ctx.Keys.HelpGroups()
+	listed := map[string]bool{}
+	for _, g := range groups {
+		for _, b := range g {
+			listed[b.Help().Key] = true
+		}
+	}
+	var own []key.Binding
+	for _, b := range h.ctx.ScreenKeys {
+		if !listed[b.Help().Key] {
+			own = append(own, b)
+		}
+	}
+	if len(own) > 0 {
+		groups = append(groups, own)
+	}
+	return groups
 }
 
 // refresh lays the content out at the width and fits the viewport to the
