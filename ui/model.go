@@ -86,11 +86,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo      geometry         // the terminal's size, where the panes lie
-	on       onScreen         // the snapshot shown, the newest, the pause
-	fresh    freshness        // whether the data is stale, the source ended
-	view     sampler.Snapshot // the one shown, reduced to the open host in a fleet
-	interval time.Duration    // the interval asked for with +/-
+	geo      geometry      // the terminal's size, where the panes lie
+	on       onScreen      // the snapshot shown, the newest, the pause
+	fresh    freshness     // whether the data is stale, the source ended
+	fleet    fleetView     // a fleet's open host, the view reduced to it
+	interval time.Duration // the interval asked for with +/-
 
 	focus  pane
 	screen screen
@@ -99,8 +99,6 @@ type Model struct {
 	screens    []common.Screen
 	open       int
 	showAlerts bool
-	fleet      bool
-	host       string // the open host of a fleet; "" shows the host list
 	spanIdx    int
 
 	header common.Component
@@ -186,6 +184,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		opts:  opts,
 		ctx:   &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User},
 		judge: judge.New(judgeOptions(opts)),
+		fleet: fleetView{tell: opts.OpenHost},
 		snaps: snaps,
 		euid:  os.Geteuid(),
 		open:  -1,
@@ -307,7 +306,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case m.screen == screenDetail:
 			cmd = m.detail.Update(msg)
 		case m.screen != screenMain:
-		case m.fleet && m.host == "":
+		case m.fleet.hostList():
 			cmd = m.hosts.Update(msg)
 		default:
 			cmd = m.procs.Update(msg)
@@ -324,7 +323,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // (again: reverses), on a process row it selects it.
 func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 	if c.Button != tea.MouseLeft || m.open >= 0 || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
-		m.screen != screenMain || !m.on.have || m.fleet && m.host == "" {
+		m.screen != screenMain || !m.on.have || m.fleet.hostList() {
 		return nil
 	}
 	p, y, ok := m.geo.at(c.Y)
@@ -359,12 +358,12 @@ func (m *Model) handleRequests() tea.Cmd {
 				m.screen = screenDetail
 				m.detail.Update(r)
 			case common.OpenHost:
-				m.openHost(r.Name)
+				m.fleet.open(r.Name)
 				m.focus = paneGPUs
 				m.show()
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
-					Replay: m.opts.Replay != nil, Fleet: m.fleet, Host: m.host, Demo: m.on.shown.snap.Demo, EUID: m.euid,
+					Replay: m.opts.Replay != nil, Fleet: m.fleet.on, Host: m.fleet.host, Demo: m.on.shown.snap.Demo, EUID: m.euid,
 				}}))
 			}
 		}
@@ -400,19 +399,15 @@ func (m *Model) show() {
 		// demo.User whoever runs it.
 		m.ctx.User = demo.User
 	}
-	if f := draw.IsFleet(s); f != m.fleet {
+	if m.fleet.see(s) {
 		// A fleet's processes run on other hosts: K is not offered there.
-		m.fleet = f
+		f := m.fleet.on
 		m.ctx.Keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
 		m.ctx.Keys.Signal.SetEnabled(!f && m.opts.Replay == nil)
 		m.setStyles(m.ctx.Styles)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
-	m.view = s
-	if m.fleet && m.host != "" {
-		m.view = hosts.Snapshot(s, m.host)
-	}
-	m.send(common.Shown{Snap: m.view, All: s, Host: m.host, Alerts: v.Alerts, Sev: v.Sev})
+	m.send(common.Shown{Snap: m.fleet.view, All: s, Host: m.fleet.host, Alerts: v.Alerts, Sev: v.Sev})
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
@@ -471,21 +466,12 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
 		return m.onDetailKey(k)
-	case m.fleet && m.host == "":
+	case m.fleet.hostList():
 		return m.hosts.Update(k) // enter opens a host
 	default:
 		return m.onMainKey(k)
 	}
 	return nil
-}
-
-// openHost shows the GPUs and processes of host h of a fleet, the list of
-// hosts when h is "", and tells the source.
-func (m *Model) openHost(h string) {
-	m.host = h
-	if m.opts.OpenHost != nil {
-		m.opts.OpenHost(h)
-	}
 }
 
 func (m *Model) onReplayKey(k tea.KeyPressMsg) bool {
@@ -533,8 +519,8 @@ func (m *Model) changeInterval(faster bool) {
 func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.ctx.Keys.Back):
-		if !m.procs.Back() && m.fleet {
-			m.openHost("")
+		if !m.procs.Back() && m.fleet.on {
+			m.fleet.open("")
 			m.show()
 		}
 	case key.Matches(k, m.ctx.Keys.Tab):
@@ -624,7 +610,7 @@ func (m *Model) relayout() {
 	switch {
 	case m.screen == screenDetail:
 		m.detail.SetSize(m.geo.width, body)
-	case m.fleet && m.host == "":
+	case m.fleet.hostList():
 		m.hosts.SetSize(m.geo.width, body)
 	default:
 		procMin := 1 + minProcRows
@@ -658,7 +644,7 @@ func (m *Model) fillChrome() {
 		f.Prompt = m.procs.PickerView()
 	}
 	f.Input = m.procs.FilterView()
-	hostList := m.fleet && m.host == ""
+	hostList := m.fleet.hostList()
 	if m.screen == screenMain && !hostList && !m.showAlerts {
 		f.State = m.procs.State()
 	}
@@ -739,7 +725,7 @@ func (m *Model) bodyView() string {
 	switch {
 	case m.screen == screenDetail:
 		return m.detail.View()
-	case m.fleet && m.host == "":
+	case m.fleet.hostList():
 		return m.hosts.View()
 	}
 	g := m.gpus.View()
