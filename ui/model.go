@@ -48,32 +48,6 @@ const (
 	screenDetail
 )
 
-// Graph spans the z key cycles through; the first is the default.
-var spans = []time.Duration{5 * time.Minute, 15 * time.Minute, time.Hour, time.Minute}
-
-// intervalSteps are the sampling intervals the +/- keys step along.
-var intervalSteps = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
-	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
-
-// nextInterval is the step after cur (before it when faster); an interval
-// between steps snaps to the next one in that direction, and the ends stay.
-func nextInterval(cur time.Duration, faster bool) time.Duration {
-	if faster {
-		for i := len(intervalSteps) - 1; i >= 0; i-- {
-			if intervalSteps[i] < cur {
-				return intervalSteps[i]
-			}
-		}
-		return intervalSteps[0]
-	}
-	for _, s := range intervalSteps {
-		if s > cur {
-			return s
-		}
-	}
-	return intervalSteps[len(intervalSteps)-1]
-}
-
 // Model is the root of the live view. It is a router: data (snapshots,
 // sizes) goes to every component, keys to the focused one, and the
 // components' requests (open a screen, signal a process, a status line)
@@ -86,11 +60,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo      geometry      // the terminal's size, where the panes lie
-	on       onScreen      // the snapshot shown, the newest, the pause
-	fresh    freshness     // whether the data is stale, the source ended
-	fleet    fleetView     // a fleet's open host, the view reduced to it
-	interval time.Duration // the interval asked for with +/-
+	geo   geometry  // the terminal's size, where the panes lie
+	on    onScreen  // the snapshot shown, the newest, the pause
+	fresh freshness // whether the data is stale, the source ended
+	fleet fleetView // a fleet's open host, the view reduced to it
+	tune  tuning    // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
 	screen screen
@@ -99,7 +73,6 @@ type Model struct {
 	screens    []common.Screen
 	open       int
 	showAlerts bool
-	spanIdx    int
 
 	header common.Component
 	banner common.Component
@@ -382,9 +355,7 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	if v.Notify != "" {
 		cmds = append(cmds, tea.Raw(v.Notify))
 	}
-	if s.Interval > 0 {
-		m.interval = s.Interval
-	}
+	m.tune.heard(s.Interval)
 	if m.on.receive(judged{s, v}) {
 		m.show()
 	}
@@ -460,8 +431,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.ctx.Keys.Faster, m.ctx.Keys.Slower):
 		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
 	case key.Matches(k, m.ctx.Keys.Span):
-		m.spanIdx = (m.spanIdx + 1) % len(spans)
-		m.send(common.Span(spans[m.spanIdx]))
+		m.send(common.Span(m.tune.nextSpan()))
 		m.relayout()
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
@@ -504,12 +474,7 @@ func (m *Model) changeInterval(faster bool) {
 		m.setStatus(true, "the interval cannot be changed for this source")
 		return
 	}
-	cur := m.interval
-	if cur <= 0 {
-		cur = sampler.DefaultInterval
-	}
-	next := max(nextInterval(cur, faster), sampler.MinInterval)
-	m.interval = next
+	next := m.tune.step(faster)
 	m.opts.SetInterval(next)
 	m.setStatus(false, "sampling every %v", next)
 }
@@ -543,7 +508,7 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 // legend shows (the same function draws both), which is shorter than the
 // one asked for while the history is.
 func (m *Model) spanStatus() string {
-	asked := spans[m.spanIdx]
+	asked := m.tune.span()
 	shown := m.gpus.ShownSpan()
 	if m.screen == screenDetail {
 		shown = m.detail.ShownSpan()
@@ -632,7 +597,7 @@ func (m *Model) fillChrome() {
 		Paused: m.on.paused, Stale: m.fresh.stale, Arrived: m.fresh.arrived, Now: m.opts.Now(), Ended: m.fresh.ended,
 	}
 	if m.opts.Replay == nil {
-		hs.Interval = m.interval
+		hs.Interval = m.tune.interval
 	}
 	m.header.Update(hs)
 	m.header.SetSize(m.geo.width, 1)
