@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/vramtop/vramtop/ui"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vramtop/vramtop/config"
+	"github.com/vramtop/vramtop/ui"
+	"github.com/vramtop/vramtop/ui/common"
 )
 
 // run runs vramtop in this process (dispatch) with a config directory of
@@ -401,9 +403,44 @@ func TestREADMEKeyTable(t *testing.T) {
 }
 
 // The README's legend of the process table's columns is the help screen's
-// (ui.ColumnTable).
+// (common.ColumnTable).
 func TestREADMEColumnLegend(t *testing.T) {
 	checkREADMEBlock(t, "columns", readmeColumns(), "column legend is not the help screen's")
+}
+
+// readmeKeys is the README's key table, from the same ui.KeyTable.
+func readmeKeys() string {
+	var b strings.Builder
+	b.WriteString("| key | does |\n|---|---|\n")
+	for _, r := range ui.KeyTable() {
+		fmt.Fprintf(&b, "| %s | %s |\n", strings.ReplaceAll(r.Keys, "|", "\\|"), strings.ReplaceAll(r.Does, "|", "\\|"))
+	}
+	return b.String()
+}
+
+// readmeColumns is the README's legend of the process table's columns, from
+// the help screen's common.ColumnTable, wrapped at 80 columns as the README is.
+func readmeColumns() string {
+	var parts []string
+	for _, c := range common.ColumnTable() {
+		parts = append(parts, "`"+c.Name+"` "+c.Holds)
+	}
+	text := "The process table's columns: " + strings.Join(parts, ", ") + "."
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len([]rune(w)) > 80 {
+			b.WriteString("\n")
+			n = 0
+		} else if n > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len([]rune(w))
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // checkREADMEBlock checks that the README's block between "<!-- name: …

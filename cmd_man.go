@@ -71,41 +71,6 @@ func manKeys() string {
 	return b.String()
 }
 
-// readmeKeys is the README's key table, from the same ui.KeyTable.
-func readmeKeys() string {
-	var b strings.Builder
-	b.WriteString("| key | does |\n|---|---|\n")
-	for _, r := range ui.KeyTable() {
-		fmt.Fprintf(&b, "| %s | %s |\n", strings.ReplaceAll(r.Keys, "|", "\\|"), strings.ReplaceAll(r.Does, "|", "\\|"))
-	}
-	return b.String()
-}
-
-// readmeColumns is the README's legend of the process table's columns, from
-// the help screen's ui.ColumnTable, wrapped at 80 columns as the README is.
-func readmeColumns() string {
-	var parts []string
-	for _, c := range ui.ColumnTable() {
-		parts = append(parts, "`"+c.Name+"` "+c.Holds)
-	}
-	text := "The process table's columns: " + strings.Join(parts, ", ") + "."
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(text) {
-		if n > 0 && n+1+len([]rune(w)) > 80 {
-			b.WriteString("\n")
-			n = 0
-		} else if n > 0 {
-			b.WriteString(" ")
-			n++
-		}
-		b.WriteString(w)
-		n += len([]rune(w))
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
 // forMan readies c and its subcommands' text for roff: a paragraph's
 // lines joined (roff fills them), a flag's value name without the
 // backquotes that mark it for --help ("percent", not "`percent`"), and its

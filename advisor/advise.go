@@ -10,25 +10,7 @@ import (
 
 // Advise returns the advice for a target in snap, most severe first: every
 // rule firing on the device (for a process: those about it and those about
-// its device), each with its remedies. It is stateless: the threshold has no
-// hysteresis and idle_holder, which needs time, is left out; a live view
-// uses Monitor.Advise.
-func Advise(snap sampler.Snapshot, t Target, cfg Config) []Advice {
-	cfg = cfg.WithDefaults()
-	only := -1
-	for i := range snap.Devices {
-		if snap.Devices[i].ID == t.DeviceID {
-			only = i
-		}
-	}
-	if only < 0 {
-		return nil
-	}
-	fs, _ := evaluate(&snap, cfg, nil, nil, only)
-	return advise(&snap, t, cfg, fs)
-}
-
-// Advise is the package's Advise with the monitor's state (hysteresis,
+// its device), each with its remedies, with the monitor's state (hysteresis,
 // idle times). On the snapshot last given to Observe it reuses that
 // evaluation; on another it records it as Observe does.
 func (m *Monitor) Advise(snap sampler.Snapshot, t Target) []Advice {

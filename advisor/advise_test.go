@@ -259,3 +259,23 @@ func TestAlertJSONDurationsInSeconds(t *testing.T) {
 		t.Errorf("alert JSON %s still has eta in nanoseconds", b)
 	}
 }
+
+// Advise returns the advice for a target in snap, most severe first: every
+// rule firing on the device (for a process: those about it and those about
+// its device), each with its remedies. It is stateless: the threshold has no
+// hysteresis and idle_holder, which needs time, is left out (Monitor.Advise
+// has both).
+func Advise(snap sampler.Snapshot, t Target, cfg Config) []Advice {
+	cfg = cfg.WithDefaults()
+	only := -1
+	for i := range snap.Devices {
+		if snap.Devices[i].ID == t.DeviceID {
+			only = i
+		}
+	}
+	if only < 0 {
+		return nil
+	}
+	fs, _ := evaluate(&snap, cfg, nil, nil, only)
+	return advise(&snap, t, cfg, fs)
+}

@@ -21,9 +21,6 @@ func sub(a, b uint64) (uint64, bool) { return a - b, a >= b }
 // add returns a + b unless it overflows.
 func add(a, b uint64) (uint64, bool) { return a + b, a+b >= a }
 
-// add2 is add, for where add is shadowed.
-func add2(a, b uint64) (uint64, bool) { return add(a, b) }
-
 // derive works out the figures the message implies but does not state.
 func (e *Explanation) derive() *Derived {
 	d := &Derived{}

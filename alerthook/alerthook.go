@@ -143,12 +143,6 @@ func (r *Runner) NotifyHosts(alerts []advisor.Alert, host func(advisor.Alert) st
 	r.active, r.next = r.next, r.active
 }
 
-// Dropped is how many alerts were dropped because the queue was full.
-func (r *Runner) Dropped() uint64 { return r.dropped.Load() }
-
-// Ran is how many times the command has run to its end (or timeout).
-func (r *Runner) Ran() uint64 { return r.ran.Load() }
-
 // Run runs the command for each queued alert until ctx ends; a command
 // running then is stopped.
 func (r *Runner) Run(ctx context.Context) {

@@ -238,3 +238,9 @@ func TestDiscardedOutput(t *testing.T) {
 		t.Errorf("the command's stdout and stderr should be /dev/null:\n%s", fds)
 	}
 }
+
+// Dropped is how many alerts were dropped because the queue was full.
+func (r *Runner) Dropped() uint64 { return r.dropped.Load() }
+
+// Ran is how many times the command has run to its end (or timeout).
+func (r *Runner) Ran() uint64 { return r.ran.Load() }

@@ -204,3 +204,6 @@ func TestClaimTextFollowsTheInertRule(t *testing.T) {
 		}
 	}
 }
+
+// Path is where the store is.
+func (s *Store) Path() string { return s.dir }

@@ -32,7 +32,6 @@ package claims
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/vramtop/vramtop/internal/inert"
@@ -68,16 +67,6 @@ type Claim struct {
 
 // ErrClaimed is TryClaim's error for a GPU someone else holds.
 var ErrClaimed = errors.New("already claimed")
-
-// Sorted returns the claims ordered by UUID.
-func Sorted(m map[string]Claim) []Claim {
-	out := make([]Claim, 0, len(m))
-	for _, c := range m {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UUID < out[j].UUID })
-	return out
-}
 
 // Clip is s made inert (internal/inert: the rule every text from outside
 // vramtop follows) and cut to at most max runes, the last of them "…".

@@ -55,9 +55,6 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir, retry: 10}, nil
 }
 
-// Path is where the store is.
-func (s *Store) Path() string { return s.dir }
-
 // fileName is the file of the GPU uuid: the UUID itself where it is made
 // of letters, digits and dashes (every NVML UUID is), else its hex.
 func fileName(uuid string) string {

@@ -2,6 +2,7 @@ package jobrun_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,7 +99,7 @@ func TestRunOOMChildReport(t *testing.T) {
 		}
 	}
 	// The recording made meanwhile replays, with the job on GPU 2.
-	r, err := replay.Load([]string{rec}, nil)
+	r, err := replay.Open(context.Background(), []string{rec}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestRunDemoEnergyMatchesIntegratedPower(t *testing.T) {
 	if e == nil || e.Method != "counter" || e.Seconds < 3 || e.JobShareBy != "utilization" || r.Energy == nil || r.Energy.Joules != e.Joules {
 		t.Fatalf("GPU 2's energy: %s", data)
 	}
-	rp, err := replay.Load([]string{rec}, nil)
+	rp, err := replay.Open(context.Background(), []string{rec}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

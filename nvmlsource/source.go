@@ -68,17 +68,6 @@ func Open() (sampler.Source, error) {
 	return s, nil
 }
 
-// New initializes lib and returns a Source over its devices, with
-// process details from proc (the host's /proc when nil). Tests pass one of
-// go-nvml's mock servers as lib.
-func New(lib nvml.Interface, proc *hostproc.ProcReader) (sampler.Source, error) {
-	s, err := newSource(lib, proc)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // nvmlSource reads devices and processes through NVML. Only the sampler's
 // goroutine calls it.
 type nvmlSource struct {
@@ -226,6 +215,9 @@ func returnText(r nvml.Return) string {
 	return r.Error()
 }
 
+// newSource initializes lib and returns the source over its devices, with
+// process details from proc (the host's /proc when nil). Tests pass one of
+// go-nvml's mock servers as lib.
 func newSource(lib nvml.Interface, proc *hostproc.ProcReader) (*nvmlSource, error) {
 	if proc == nil {
 		proc = hostproc.NewProcReader("")

@@ -478,7 +478,7 @@ func TestGarblesProcessLists(t *testing.T) {
 func TestNVMLNoLibrary(t *testing.T) {
 	h := newMockHost(nil)
 	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
-	_, err := New(h.srv, nil)
+	_, err := newSource(h.srv, nil)
 	if !errors.Is(err, sampler.ErrNoDriver) || !strings.Contains(err.Error(), "libnvidia-ml.so.1") {
 		t.Fatalf("err %v, want sampler.ErrNoDriver naming libnvidia-ml.so.1", err)
 	}
@@ -493,7 +493,7 @@ func TestNVMLNoLibrary(t *testing.T) {
 func TestNVMLInitOtherFailure(t *testing.T) {
 	h := newMockHost(nil)
 	h.srv.InitFunc = func() nvml.Return { return nvml.ERROR_NO_PERMISSION }
-	_, err := New(h.srv, nil)
+	_, err := newSource(h.srv, nil)
 	if err == nil || errors.Is(err, sampler.ErrNoDriver) {
 		t.Fatalf("err %v, want an error that is not 'no driver'", err)
 	}
@@ -550,7 +550,7 @@ func TestNVMLProcessUtilization(t *testing.T) {
 
 func TestNVMLClose(t *testing.T) {
 	h := newMockHost(nil)
-	s, err := New(h.srv, hostproc.NewProcReader(fixtureProc))
+	s, err := newSource(h.srv, hostproc.NewProcReader(fixtureProc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,14 +84,6 @@ func SameHeader(a, b Header) bool {
 	})
 }
 
-// Reset forgets the series written so far: the next record carries every
-// history sample its snapshot holds (a new file part starts), and is a
-// keyframe.
-func (e *Encoder) Reset() {
-	clear(e.last)
-	e.ForceKey()
-}
-
 // ForceKey makes the next line a keyframe (after a header line, say).
 func (e *Encoder) ForceKey() { e.kf = nil }
 
@@ -138,13 +130,6 @@ func (e *Encoder) AppendLine(b []byte, snap sampler.Snapshot) (out []byte, key b
 	e.kfSize, e.kfIndex = len(b)-start, keyIndex(e.kf)
 	e.minDelta, e.excess = math.MaxInt, 0
 	return b, true, nil
-}
-
-// Record returns the whole record (the keyframe form) of snap.
-func (e *Encoder) Record(snap sampler.Snapshot) Record {
-	var r Record
-	e.record(snap, &r)
-	return r
 }
 
 // record makes r the record of snap, reusing the memory of its lists.

@@ -3,6 +3,7 @@ package recorder_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -78,7 +79,7 @@ func TestKill9(t *testing.T) {
 				t.Fatalf("only %d complete records after 3.5 s (a snapshot every 250 ms)", complete)
 			}
 			var warns []string
-			rec, err := replay.Load([]string{path}, func(w replay.Warning) { warns = append(warns, w.String()) })
+			rec, err := replay.Open(context.Background(), []string{path}, func(w replay.Warning) { warns = append(warns, w.String()) })
 			if err != nil {
 				t.Fatalf("replay of a killed recording: %v", err)
 			}
@@ -98,7 +99,7 @@ func TestKill9(t *testing.T) {
 			if err != nil {
 				t.Fatalf("recording again: %v: %s", err, out)
 			}
-			rec2, err := replay.Load([]string{path}, nil)
+			rec2, err := replay.Open(context.Background(), []string{path}, nil)
 			if err != nil || rec2.Len() <= rec.Len() {
 				t.Errorf("after appending: %v snapshots (was %d), %v", rec2.Len(), rec.Len(), err)
 			}

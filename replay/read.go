@@ -675,16 +675,11 @@ func (p *scanner) scanAll() error {
 	return nil
 }
 
-// Load reads the recording files named (parts of one rotated recording, in
-// any order; Stdin for standard input) and returns the recording. Warnings
-// about damaged lines go to warn (nil: dropped), while reading and later
-// while snapshots are rebuilt. A file that cannot be read, or none that
-// holds a snapshot, is an error.
-func Load(paths []string, warn func(Warning)) (*Recording, error) {
-	return Open(context.Background(), paths, warn)
-}
-
-// Open is Load that stops when ctx ends.
+// Open reads the recording files named (parts of one rotated recording, in
+// any order; Stdin for standard input) and returns the recording, stopping
+// when ctx ends. Warnings about damaged lines go to warn (nil: dropped),
+// while reading and later while snapshots are rebuilt. A file that cannot be
+// read, or none that holds a snapshot, is an error.
 func Open(ctx context.Context, paths []string, warn func(Warning)) (*Recording, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no recording named")

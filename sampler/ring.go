@@ -217,21 +217,6 @@ func CapacityFor(history, interval time.Duration) int {
 	return c
 }
 
-// Cap returns the most samples the ring holds.
-func (r *Ring) Cap() int {
-	if r.step == 0 {
-		return r.recent.capacity
-	}
-	return r.recent.capacity + 1 + r.old.capacity
-}
-
-// Len returns the number of samples held.
-func (r *Ring) Len() int { return r.old.n + b2i(r.hasPend) + r.recent.n }
-
-// Step returns the time each older sample of a tiered ring stands for; 0
-// when every sample is kept.
-func (r *Ring) Step() time.Duration { return time.Duration(r.step) }
-
 // Push appends a sample. Samples come in time order.
 func (r *Ring) Push(t time.Time, v uint64) {
 	r.winOK = false

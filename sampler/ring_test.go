@@ -420,3 +420,18 @@ func TestTieredRingForCoversTheHistory(t *testing.T) {
 		}
 	}
 }
+
+// Cap returns the most samples the ring holds.
+func (r *Ring) Cap() int {
+	if r.step == 0 {
+		return r.recent.capacity
+	}
+	return r.recent.capacity + 1 + r.old.capacity
+}
+
+// Len returns the number of samples held.
+func (r *Ring) Len() int { return r.old.n + b2i(r.hasPend) + r.recent.n }
+
+// Step returns the time each older sample of a tiered ring stands for; 0
+// when every sample is kept.
+func (r *Ring) Step() time.Duration { return time.Duration(r.step) }

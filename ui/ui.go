@@ -111,10 +111,3 @@ type KeyRow = common.KeyRow
 // KeyTable is the live view's keys, as the help screen lists them (the
 // README's table and the man page's KEYS section are made from it).
 func KeyTable() []KeyRow { return common.KeyTable() }
-
-// ColumnRow is a column of the process table and what it holds.
-type ColumnRow = common.ColumnRow
-
-// ColumnTable is what the process table's columns hold, as the help screen
-// says it (the README's legend is made from it).
-func ColumnTable() []ColumnRow { return common.ColumnTable() }
