@@ -51,8 +51,9 @@ const (
 // Model is the root of the live view. It is a router: data (snapshots,
 // sizes) goes to every component, keys to the focused one, and the
 // components' requests (open a screen, signal a process, a status line)
-// come back through the outbox. It owns only what is shared: the snapshot
-// shown, the screen, the focus, the alerts and the status line.
+// come back through the outbox. It keeps the focus, the screen and the
+// outbox; what it makes of each snapshot is in values of small types whose
+// fields their methods write (judge, on, fresh, fleet, tune, geo).
 type Model struct {
 	opts  Options
 	ctx   *common.Context // the styles, keys and thresholds every part shares
@@ -248,7 +249,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.geo.width, m.geo.height = msg.Width, msg.Height
+		m.geo.resize(msg.Width, msg.Height)
 	case tea.BackgroundColorMsg:
 		m.setStyles(common.NewStyles(msg.IsDark(), noColor()))
 	case snapshotMsg:
@@ -565,13 +566,11 @@ func (m *Model) relayout() {
 	m.alertv.SetSize(m.geo.width, m.geo.height-1)
 	m.gpus.Update(common.Focus(m.focus == paneGPUs))
 	m.procs.Update(common.Focus(m.focus == paneProcs))
-	body := m.geo.height - lipgloss.Height(m.header.View()) - lipgloss.Height(m.footer.View())
+	above := lipgloss.Height(m.header.View())
 	if b := m.banner.View(); b != "" {
-		body -= lipgloss.Height(b)
+		above += lipgloss.Height(b)
 	}
-	body = max(body, 0)
-	m.geo.bodyTop = m.geo.height - lipgloss.Height(m.footer.View()) - body
-	m.geo.gpuH = 0
+	body := m.geo.body(above, lipgloss.Height(m.footer.View()))
 	switch {
 	case m.screen == screenDetail:
 		m.detail.SetSize(m.geo.width, body)
@@ -581,7 +580,7 @@ func (m *Model) relayout() {
 		procMin := 1 + minProcRows
 		procWant := m.procs.Wants()
 		gh := m.gpus.Layout(m.geo.width, body, procMin, procWant)
-		m.geo.gpuH = gh
+		m.geo.split(gh)
 		m.procs.SetSize(m.geo.width, body-gh)
 	}
 }
