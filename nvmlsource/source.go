@@ -64,7 +64,6 @@ func Open() (sampler.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.lists.call = driverLists()
 	return s, nil
 }
 
@@ -99,9 +98,6 @@ type nvmlSource struct {
 	// energyEvery is how often the energy counter is read (energyEvery,
 	// or with the gauges where a job's energy is measured).
 	energyEvery time.Duration
-
-	// lists reads the process lists.
-	lists lister
 }
 
 // listSpan is one device's processes in a ReadProcesses buffer.
@@ -623,7 +619,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		}
 		start := len(buf)
 		clear(s.pidIdx)
-		procs, ret := s.lists.list(d.h, false)
+		procs, ret := d.h.GetComputeRunningProcesses()
 		switch ret {
 		case nvml.SUCCESS:
 			buf = s.merge(buf, start, i, procs, "compute")
@@ -641,7 +637,7 @@ func (s *nvmlSource) ReadProcesses(now time.Time, buf []sampler.ProcSample, errs
 		grew := d.hasListed && other > d.listedOther
 		if !d.noGraphics && (d.graphicsSeen || grew || due(now, d.graphicsAt, graphicsListEvery)) {
 			d.graphicsAt = now
-			procs, ret = s.lists.list(d.h, true)
+			procs, ret = d.h.GetGraphicsRunningProcesses()
 			switch ret {
 			case nvml.SUCCESS:
 				d.graphicsSeen = len(procs) > 0

@@ -9,7 +9,9 @@ of ROUNDS rounds runs every tool alone in a 200x60 pty at 1 Hz (the order
 rotates each round), and reads its CPU over SECONDS after 5 s of start-up.
 LABEL=nvtop runs nvtop (NVTOP=/path or PATH) with -d 10. Prints each tool's
 CPU per round, the median, and each round's ratio to the first tool and to
-nvtop, with their medians.
+nvtop, with their medians. CALLS=N first prints nvmlcalls.py's table over
+the same tenants (N calls of each) and checks the first tool's --once --json.
+PROF=DIR writes each vramtop's CPU profile of each round there.
 """
 import os
 import statistics
@@ -19,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import stop  # noqa: E402
+from nvmlcalls import measure_calls  # noqa: E402
 from perf import PtyRun, find_nvtop  # noqa: E402
 from watch import COLS, ROWS, cpu_rss, start_tenants  # noqa: E402
 
@@ -37,10 +40,18 @@ def main():
     cpu = {t[0]: [] for t in tools}
     try:
         time.sleep(3)
+        if os.environ.get("CALLS"):
+            # What NVML's list calls cost over these tenants, and whether
+            # the first tool lists them all.
+            measure_calls(int(os.environ["CALLS"]), tools[0][1][0])
+            print()
         for r in range(rounds):
             order = tools[r % len(tools):] + tools[:r % len(tools)]
             for label, argv in order:
-                run = PtyRun(argv, cols=COLS, rows=ROWS)
+                env = {}
+                if os.environ.get("PROF") and label != "nvtop":
+                    env["VRAMTOP_CPUPROFILE"] = os.path.join(os.environ["PROF"], f"cpu-{label}-r{r + 1}.prof")
+                run = PtyRun(argv, cols=COLS, rows=ROWS, env=env)
                 time.sleep(5)
                 t0, c0 = time.time(), cpu_rss(run.pid)[0]
                 time.sleep(seconds)
