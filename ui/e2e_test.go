@@ -94,7 +94,7 @@ func TestEndToEndTmux(t *testing.T) {
 	// PID); the PIDs on screen ascend.
 	tmux("send-keys", "-t", "e2e", "Tab")
 	tmux("send-keys", "-t", "e2e", "s", "s", "s")
-	sorted := waitFor("sorted by PID", 2*time.Second, has("PID▼", "sorted by pid"))
+	sorted := waitFor("sorted by PID", 2*time.Second, has("PID▼", "sorted by PID"))
 	pids := pidsOnScreen(sorted)
 	if len(pids) < 3 || !sort.IntsAreSorted(pids) {
 		t.Errorf("PIDs on screen after sorting by PID: %v\n%s", pids, sorted)

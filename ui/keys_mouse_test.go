@@ -110,7 +110,7 @@ func TestReverseSortAndMoveTheColumn(t *testing.T) {
 	up := livePIDs(m)
 	keys(m, "I")
 	down := livePIDs(m)
-	if l, _ := header(t, m); !strings.Contains(l, "PID▲") || !strings.Contains(screenText(m), "pid, reversed") {
+	if l, _ := header(t, m); !strings.Contains(l, "PID▲") || !strings.Contains(screenText(m), "PID, reversed") {
 		t.Errorf("I should mark the reversed sort in the header and the footer:\n%s", screenText(m))
 	}
 	for i := range up {
@@ -274,4 +274,54 @@ func TestUtilizationAndShareColumns(t *testing.T) {
 	if !strings.Contains(once, "GPU%") || !strings.Contains(once, "GMEM%") {
 		t.Errorf("--once should have both columns:\n%s", once)
 	}
+}
+
+// The sort is named, in the status line and the footer, by its column's
+// title as the header shows it (GPU%▼: "sorted by GPU%"), for every sort s
+// reaches, and reversed (I) too.
+func TestSortIsNamedAsItsColumn(t *testing.T) {
+	m, _ := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(demoSnap(t, 10*time.Minute)))
+	marked := func(mark string) string {
+		l, _ := header(t, m)
+		for _, f := range strings.Fields(l) {
+			if strings.HasSuffix(f, mark) {
+				return strings.TrimSuffix(f, mark)
+			}
+		}
+		t.Fatalf("no column is marked %s: %s", mark, l)
+		return ""
+	}
+	seen := map[procs.SortMode]bool{}
+	for !seen[procsPeek(m).SortBy] {
+		mode := procsPeek(m).SortBy
+		seen[mode] = true
+		title := marked("▼")
+		if st := procsOf(m).State(); len(st) == 0 || st[0] != "sort "+title {
+			t.Errorf("sorted by the column %s, the footer says %q", title, st)
+		}
+		keys(m, "I")
+		if l := footerText(m); !strings.Contains(l, "processes sorted by "+title+", reversed") {
+			t.Errorf("reversing the sort by %s: the status line says %q", title, l)
+		}
+		if got := marked("▲"); got != title {
+			t.Errorf("reversed, the header marks %s, not %s", got, title)
+		}
+		if st := procsOf(m).State(); len(st) == 0 || st[0] != "sort "+title+", reversed" {
+			t.Errorf("reversed sort by %s: the footer says %q", title, st)
+		}
+		keys(m, "I", "s")
+		if next, l := marked("▼"), footerText(m); !strings.Contains(l, "processes sorted by "+next) {
+			t.Errorf("s to the column %s: the status line says %q", next, l)
+		}
+	}
+	if len(seen) != int(procs.NSortModes) {
+		t.Errorf("s reached %d sorts of %d, so not every name is checked", len(seen), procs.NSortModes)
+	}
+}
+
+// footerText is the screen's last line.
+func footerText(m *Model) string {
+	s := screenText(m)
+	return strings.TrimSpace(s[strings.LastIndex(s, "\n")+1:])
 }

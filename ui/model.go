@@ -128,7 +128,7 @@ type (
 		MinWidth() int
 		Wants() int
 		// For the footer: the filter being typed, the sort picker, the
-		// state ("sort memory · mine only").
+		// state ("sort MEM · mine only").
 		FilterView() string
 		PickerView() string
 		State() []string

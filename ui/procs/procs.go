@@ -463,7 +463,7 @@ func (p *Table) setSort(mode SortMode, toggle bool) {
 	p.out.Status(false, "processes sorted by %s", p.sortText())
 }
 
-// sortText names the sort and its direction: "pid, descending".
+// sortText names the sort and its direction: "PID, reversed".
 func (p *Table) sortText() string {
 	if p.sortRev {
 		return p.sortBy.String() + ", reversed"
@@ -493,7 +493,7 @@ func (p *Table) PickerView() string {
 	var b strings.Builder
 	b.WriteString(p.ctx.Styles.Title.Render("sort by "))
 	for _, mode := range p.sortable() {
-		t := sortTitle(mode)
+		t := mode.String()
 		if mode == p.pick {
 			b.WriteString(p.ctx.Styles.Selected.Render("[" + t + "]"))
 		} else {
@@ -502,16 +502,6 @@ func (p *Table) PickerView() string {
 	}
 	b.WriteString(p.ctx.Styles.Dim.Render("  ←/→ enter esc"))
 	return draw.Fit(b.String(), p.width)
-}
-
-// sortTitle is the title of the column of mode.
-func sortTitle(mode SortMode) string {
-	for _, c := range procColumns {
-		if c.sort == mode {
-			return c.title
-		}
-	}
-	return mode.String()
 }
 
 func (p *Table) onPickKey(k tea.KeyPressMsg) tea.Cmd {
@@ -540,7 +530,7 @@ func (p *Table) FilterView() string {
 	return p.input.View()
 }
 
-// State is the table's state for the footer: "sort memory · mine only".
+// State is the table's state for the footer: "sort MEM · mine only".
 func (p *Table) State() []string {
 	var state []string
 	if p.group != GroupNone {
@@ -719,7 +709,7 @@ func (p *Table) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		p.sortRev = false
 		p.refresh()
-		p.out.Status(false, "processes sorted by %s", p.sortBy)
+		p.out.Status(false, "processes sorted by %s", p.sortText())
 	case key.Matches(k, p.ctx.Keys.Reverse):
 		p.setSort(p.sortBy, true)
 	case key.Matches(k, p.ctx.Keys.SortLeft, p.ctx.Keys.SortRight):

@@ -38,18 +38,20 @@ func TestColumnLegendNamesTheTablesColumns(t *testing.T) {
 	}
 }
 
-// Every sort but memory's (the table's own) is a column's, with its
-// order, and its name.
+// Every sort is a column's, named by its title; every one but memory's
+// (the table's own) with its order.
 func TestEverySortHasItsColumn(t *testing.T) {
 	for mode := SortMode(0); mode < NSortModes; mode++ {
-		if mode.String() == "" {
-			t.Errorf("sort %d has no name", mode)
+		i := slices.IndexFunc(procColumns, func(c procColumn) bool { return c.sort == mode })
+		if i < 0 {
+			t.Errorf("sort %d: no column sorts by it", int(mode))
+			continue
+		}
+		if mode.String() != procColumns[i].title {
+			t.Errorf("sort by %s is named %q", procColumns[i].title, mode)
 		}
 		if mode != SortMem && sortOrders[mode] == nil {
 			t.Errorf("sort %s: no column says its order", mode)
-		}
-		if sortTitle(mode) == mode.String() && mode != SortMem {
-			t.Errorf("sort %s: no column sorts by it", mode)
 		}
 	}
 }

@@ -211,8 +211,8 @@ const (
 )
 
 // SortMode is a sort of the process table: the column it sorts by. A
-// column that sorts adds its mode before NSortModes, its name to String,
-// and says its order in procColumns.
+// column that sorts adds its mode before NSortModes and says its order in
+// procColumns; the sort is named by the column's title.
 type SortMode int
 
 const (
@@ -230,8 +230,15 @@ const (
 	noSort SortMode = -1
 )
 
+// String is the title of the sort's column, as the table shows it: the
+// footer's "sort GPU%" names the column marked GPU%▼.
 func (s SortMode) String() string {
-	return [...]string{"memory", "peak", "age", "pid", "user", "device", "cpu", "rss", "gpu%", "gmem%"}[s]
+	for _, c := range procColumns {
+		if c.sort == s {
+			return c.title
+		}
+	}
+	return fmt.Sprintf("SortMode(%d)", int(s))
 }
 
 // sortOrders are the columns' orders, by their sort.
