@@ -325,3 +325,57 @@ func footerText(m *Model) string {
 	s := screenText(m)
 	return strings.TrimSpace(s[strings.LastIndex(s, "\n")+1:])
 }
+
+// A process without a value in the sort's column (n/a, or blank) stays
+// after those with one whichever way the sort goes, as in htop and
+// nvitop: reversing GPU% puts the least busy first, not the unmeasured.
+func TestNoValueStaysLastReversed(t *testing.T) {
+	snap := demoSnap(t, 10*time.Minute)
+	// A process whose start is not known (as a fleet's) has no AGE.
+	snap.Devices[0].Processes[0].StartTime = time.Time{}
+	m, _ := newTestModel(Options{})
+	send(m, tea.WindowSizeMsg{Width: 200, Height: 60}, snapshotMsg(snap))
+	has := map[procs.SortMode]func(procs.Row) bool{
+		procs.SortMem:   func(r procs.Row) bool { return r.HasBytes },
+		procs.SortShare: func(r procs.Row) bool { return r.HasBytes },
+		procs.SortPeak:  func(r procs.Row) bool { return r.Proc.PeakBytes > 0 },
+		procs.SortAge:   func(r procs.Row) bool { return r.HasAge },
+		procs.SortUser:  func(r procs.Row) bool { return r.Proc.User != "" },
+		procs.SortCPU:   func(r procs.Row) bool { return r.Proc.CPUPercent != nil },
+		procs.SortRSS:   func(r procs.Row) bool { return r.Proc.HostMemoryBytes != nil },
+		procs.SortUtil:  func(r procs.Row) bool { return r.Proc.UtilizationPercent != nil },
+	}
+	checked := map[procs.SortMode]bool{}
+	for range procs.NSortModes {
+		mode := procsPeek(m).SortBy
+		if has[mode] != nil {
+			for _, rev := range []bool{false, true} {
+				if procsPeek(m).SortRev != rev {
+					keys(m, "I")
+				}
+				var with, without int
+				for _, r := range procsPeek(m).Rows {
+					if r.Kind != procs.RowProc || r.Proc.Exited {
+						continue
+					}
+					switch {
+					case !has[mode](r):
+						without++
+					case without > 0:
+						t.Errorf("sort %s (reversed: %v): PID %d, with a value, after %d without", mode, rev, r.Proc.PID, without)
+					default:
+						with++
+					}
+				}
+				if with < 2 || without == 0 {
+					t.Errorf("sort %s: %d processes with a value and %d without: nothing is checked", mode, with, without)
+				}
+			}
+			checked[mode] = true
+		}
+		keys(m, "s")
+	}
+	if len(checked) != len(has) {
+		t.Errorf("s reached %d of the %d sorts with values to miss", len(checked), len(has))
+	}
+}

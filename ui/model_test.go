@@ -346,14 +346,18 @@ func TestSortCycles(t *testing.T) {
 	if procsPeek(m).SortBy != procs.SortMem {
 		t.Error("s should cycle back to memory")
 	}
-	keys(m, "s", "s", "s", "s") // by user
-	prev := ""
+	keys(m, "s", "s", "s", "s") // by user; the unknown (?) last
+	prev, unknown := "", false
 	for _, r := range procsPeek(m).Rows {
 		if r.Kind == procs.RowProc && !r.Proc.Exited {
-			if r.Proc.User < prev {
-				t.Fatalf("not sorted by user: %q after %q", r.Proc.User, prev)
+			switch u := r.Proc.User; {
+			case u == "":
+				unknown = true
+			case unknown || u < prev:
+				t.Fatalf("not sorted by user: %q after %q (unknown before: %v)", u, prev, unknown)
+			default:
+				prev = u
 			}
-			prev = r.Proc.User
 		}
 	}
 }
@@ -1088,7 +1092,7 @@ func TestSortEveryKey(t *testing.T) {
 		{procs.SortPeak, "PEAK▼", func(a, b procs.Row) bool { return a.Proc.PeakBytes >= b.Proc.PeakBytes }},
 		{procs.SortAge, "AGE▼", func(a, b procs.Row) bool { return a.Age >= b.Age }},
 		{procs.SortPID, "PID▼", func(a, b procs.Row) bool { return a.Proc.PID <= b.Proc.PID }},
-		{procs.SortUser, "USER▼", func(a, b procs.Row) bool { return a.Proc.User <= b.Proc.User }},
+		{procs.SortUser, "USER▼", func(a, b procs.Row) bool { return b.Proc.User == "" || a.Proc.User != "" && a.Proc.User <= b.Proc.User }},
 		{procs.SortGPU, "GPU▼", func(a, b procs.Row) bool { return procs.CompareIDs(a.Dev, b.Dev) <= 0 }},
 	} {
 		if procsPeek(m).SortBy != tt.mode {

@@ -178,7 +178,8 @@ func (r Row) rank() int {
 
 // sortRows orders rows by the column of by, reversed when rev: the order
 // within the key flips, not where a device's unlisted processes, the
-// unattributed memory and the exited processes go.
+// unattributed memory, the exited processes and the rows without a value
+// in the column (n/a) go.
 func sortRows(rows []Row, by SortMode, rev bool) {
 	flip := func(c int) int {
 		if rev {
@@ -199,6 +200,9 @@ func sortRows(rows []Row, by SortMode, rev bool) {
 			if ae != be {
 				return !ae
 			}
+			if !ae && a.HasBytes != b.HasBytes {
+				return a.HasBytes
+			}
 			if ae && a.Proc.PeakBytes != b.Proc.PeakBytes {
 				return flip(cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes)) < 0
 			}
@@ -210,9 +214,15 @@ func sortRows(rows []Row, by SortMode, rev bool) {
 		if ra, rb := a.rank(), b.rank(); ra != rb {
 			return ra < rb
 		}
+		valid := by >= 0 && by < NSortModes
+		if valid && sortHas[by] != nil {
+			if ha, hb := sortHas[by](a), sortHas[by](b); ha != hb {
+				return ha
+			}
+		}
 		// c < 0: a first in the column's own order.
 		c := 0
-		if by >= 0 && by < NSortModes && sortOrders[by] != nil {
+		if valid && sortOrders[by] != nil {
 			c = sortOrders[by](a, b)
 		}
 		if c != 0 {

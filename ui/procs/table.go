@@ -198,6 +198,9 @@ type procColumn struct {
 	// order (the largest first for amounts, ascending for names, PIDs and
 	// devices). The memory sort is the table's own (sortRows).
 	order func(a, b Row) int
+	// has reports whether a row has a value to sort by (nil: every row
+	// has); those without stay after those with, in either direction.
+	has func(Row) bool
 }
 
 // columnTable is a table's columns, left to right; the last one takes the
@@ -241,14 +244,15 @@ func (s SortMode) String() string {
 	return fmt.Sprintf("SortMode(%d)", int(s))
 }
 
-// sortOrders are the columns' orders, by their sort.
-var sortOrders = func() (o [NSortModes]func(a, b Row) int) {
+// sortOrders are the columns' orders, by their sort; sortHas whether a
+// row has a value in the column.
+var sortOrders, sortHas = func() (o [NSortModes]func(a, b Row) int, h [NSortModes]func(Row) bool) {
 	for _, c := range procColumns {
 		if c.sort != noSort {
-			o[c.sort] = c.order
+			o[c.sort], h[c.sort] = c.order, c.has
 		}
 	}
-	return o
+	return o, h
 }()
 
 // procColumns is the process table.
@@ -261,7 +265,7 @@ var procColumns = columnTable{
 		}
 		return strconv.FormatUint(uint64(r.Proc.PID), 10)
 	}},
-	{title: "USER", sort: SortUser, order: func(a, b Row) int { return strings.Compare(a.Proc.User, b.Proc.User) }, width: 4, grow: func(r Row) int { return len(r.Proc.User) }, most: 12, shortMost: 8,
+	{title: "USER", sort: SortUser, order: func(a, b Row) int { return strings.Compare(a.Proc.User, b.Proc.User) }, has: func(r Row) bool { return r.Proc.User != "" }, width: 4, grow: func(r Row) int { return len(r.Proc.User) }, most: 12, shortMost: 8,
 		cell: func(r Row, _ bool) string {
 			switch {
 			case r.Kind != RowProc:
@@ -279,7 +283,7 @@ var procColumns = columnTable{
 			}
 			return r.Proc.Job.Name()
 		}},
-	{title: "MEM", sort: SortMem, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+	{title: "MEM", sort: SortMem, has: hasBytes, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
 		switch {
 		case r.Kind == RowUnlisted:
 			return ""
@@ -292,9 +296,9 @@ var procColumns = columnTable{
 	}},
 	// GMEM%: the process's share of its GPU's memory (nvtop shows it in
 	// its GPU MEM column).
-	{title: "GMEM%", sort: SortShare, order: func(a, b Row) int { return cmp.Compare(b.Pct, a.Pct) }, right: true, width: 5, cell: pctCell},
+	{title: "GMEM%", sort: SortShare, order: func(a, b Row) int { return cmp.Compare(b.Pct, a.Pct) }, has: hasBytes, right: true, width: 5, cell: pctCell},
 	// GPU%: the process's SM utilization, as nvtop's GPU% and nvitop's %SM.
-	{title: "GPU%", sort: SortUtil, order: func(a, b Row) int { return -compareOpt(a.Proc.UtilizationPercent, b.Proc.UtilizationPercent) }, right: true, width: 4, last: true, show: anyUtil, cell: func(r Row, _ bool) string {
+	{title: "GPU%", sort: SortUtil, order: func(a, b Row) int { return -compareOpt(a.Proc.UtilizationPercent, b.Proc.UtilizationPercent) }, has: func(r Row) bool { return r.Proc.UtilizationPercent != nil }, right: true, width: 4, last: true, show: anyUtil, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -303,7 +307,7 @@ var procColumns = columnTable{
 		}
 		return fmt.Sprintf("%.0f%%", *r.Proc.UtilizationPercent)
 	}},
-	{title: "PEAK", sort: SortPeak, order: func(a, b Row) int { return cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes) }, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
+	{title: "PEAK", sort: SortPeak, order: func(a, b Row) int { return cmp.Compare(b.Proc.PeakBytes, a.Proc.PeakBytes) }, has: func(r Row) bool { return r.Proc.PeakBytes > 0 }, right: true, width: 9, short: 6, cell: func(r Row, short bool) string {
 		if r.Kind != RowProc || r.Proc.PeakBytes == 0 {
 			return ""
 		}
@@ -311,7 +315,7 @@ var procColumns = columnTable{
 	}},
 	// CPU% and RSS: the process's host CPU (100 = one core) and resident
 	// host memory.
-	{title: "CPU%", sort: SortCPU, order: func(a, b Row) int { return -compareOpt(a.Proc.CPUPercent, b.Proc.CPUPercent) }, right: true, width: 5, wide: true, show: anyCPU, cell: func(r Row, _ bool) string {
+	{title: "CPU%", sort: SortCPU, order: func(a, b Row) int { return -compareOpt(a.Proc.CPUPercent, b.Proc.CPUPercent) }, has: func(r Row) bool { return r.Proc.CPUPercent != nil }, right: true, width: 5, wide: true, show: anyCPU, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -320,7 +324,7 @@ var procColumns = columnTable{
 		}
 		return fmt.Sprintf("%.0f", *r.Proc.CPUPercent)
 	}},
-	{title: "RSS", sort: SortRSS, order: func(a, b Row) int { return -compareOpt(a.Proc.HostMemoryBytes, b.Proc.HostMemoryBytes) }, right: true, width: 9, wide: true, show: anyRSS, cell: func(r Row, _ bool) string {
+	{title: "RSS", sort: SortRSS, order: func(a, b Row) int { return -compareOpt(a.Proc.HostMemoryBytes, b.Proc.HostMemoryBytes) }, has: func(r Row) bool { return r.Proc.HostMemoryBytes != nil }, right: true, width: 9, wide: true, show: anyRSS, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc || r.Proc.Exited:
 			return ""
@@ -329,7 +333,7 @@ var procColumns = columnTable{
 		}
 		return draw.Bytes(*r.Proc.HostMemoryBytes)
 	}},
-	{title: "AGE", sort: SortAge, order: func(a, b Row) int { return cmp.Compare(b.Age, a.Age) }, right: true, width: 6, cell: func(r Row, _ bool) string {
+	{title: "AGE", sort: SortAge, order: func(a, b Row) int { return cmp.Compare(b.Age, a.Age) }, has: func(r Row) bool { return r.HasAge }, right: true, width: 6, cell: func(r Row, _ bool) string {
 		switch {
 		case r.Kind != RowProc:
 			return ""
@@ -447,6 +451,8 @@ func (t columnTable) shown(rows []Row, form int) columnTable {
 	}
 	return out
 }
+
+func hasBytes(r Row) bool { return r.HasBytes }
 
 func pctCell(r Row, _ bool) string {
 	if !r.HasBytes {
