@@ -1,6 +1,10 @@
 package common
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
 
 // ColumnRow is a column of the process table and what it holds.
 type ColumnRow struct{ Name, Holds string }
@@ -25,11 +29,31 @@ func ColumnTable() []ColumnRow {
 const SortMarks = "▼ the sort column, ▲ reversed (I)"
 
 // ColumnLegend is the help screen's legend of the columns: each column and
-// what it holds, then the sort marks.
-func ColumnLegend() string {
+// what it holds, then the sort marks, as lines of at most width cells that
+// break between entries, so that no entry is split (a "(I)" or a column's
+// name left alone on a line) unless it is wider than a line by itself.
+func ColumnLegend(width int) string {
 	var parts []string
 	for _, c := range ColumnTable() {
 		parts = append(parts, c.Name+" "+c.Holds)
 	}
-	return strings.Join(append(parts, SortMarks), " · ")
+	parts = append(parts, SortMarks)
+	const sep = " · "
+	var b strings.Builder
+	line := 0
+	for i, p := range parts {
+		w := ansi.StringWidth(p)
+		switch {
+		case i == 0:
+		case line+ansi.StringWidth(sep)+w > width:
+			b.WriteString("\n")
+			line = 0
+		default:
+			b.WriteString(sep)
+			line += ansi.StringWidth(sep)
+		}
+		b.WriteString(p)
+		line += w
+	}
+	return b.String()
 }

@@ -134,7 +134,7 @@ func (h *Screen) content() string {
 		"(other PID namespace): a process in a container; run vramtop in the host PID namespace to name it",
 		"",
 		st.Title.Render("What the columns hold"),
-		common.ColumnLegend(),
+		common.ColumnLegend(h.width),
 	}, "\n")
 	title := st.Title.Render(h.ctx.Title+" — keys") + st.Dim.Render("   (? or esc to close)")
 	// As many columns of keys as the width takes.
