@@ -296,6 +296,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var raw []string
 	code := 0
 	root := newRoot(cfg, &raw, &code)
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		forCompletion(root)
+	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -309,6 +312,17 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	return code
+}
+
+// forCompletion readies c and its subcommands' flags for the shells'
+// completions, which show a flag's usage as its description: without the
+// backquotes that mark the value's name for --help, as --help shows it
+// ("free size", not "free `size`").
+func forCompletion(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *pflag.Flag) { f.Usage = strings.ReplaceAll(f.Usage, "`", "") })
+	for _, sub := range c.Commands() {
+		forCompletion(sub)
+	}
 }
 
 // usageLine is err as one line, after the command's name, with where to

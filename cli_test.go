@@ -469,3 +469,36 @@ func checkREADMEBlock(t *testing.T, name, want, drift string) {
 		t.Errorf("README.md's %s (VRAMTOP_UPDATE_README=1 go test -run %s rewrites it); want:\n%s\ngot:\n%s", drift, t.Name(), want, got)
 	}
 }
+
+// The shells show a flag's description as --help words it: the backquotes
+// that mark the value's name for --help ("free `size`") are not shown.
+func TestCompletionDescriptionsAreHelpsText(t *testing.T) {
+	names := []string{""}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	for _, c := range names {
+		args := []string{"__complete", "--"}
+		help := []string{"--help"}
+		if c != "" {
+			args = []string{"__complete", c, "--"}
+			help = []string{c, "--help"}
+		}
+		out, _, _ := runCLI(t, args...)
+		helpOut, _, _ := runCLI(t, help...)
+		n := 0
+		for _, l := range strings.Split(out, "\n") {
+			flag, desc, ok := strings.Cut(l, "\t")
+			if !ok {
+				continue
+			}
+			n++
+			if strings.Contains(desc, "`") || !strings.Contains(helpOut, desc) {
+				t.Errorf("vramtop %s: %s is described as %q, not as --help says", c, flag, desc)
+			}
+		}
+		if n == 0 {
+			t.Errorf("vramtop %s: no flag completed with its description:\n%s", c, out)
+		}
+	}
+}
