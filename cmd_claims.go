@@ -400,17 +400,20 @@ const claimsRefresh = 2 * time.Second
 
 // watchClaims reads the claims now and every claimsRefresh until ctx
 // ends, and returns what the live view asks of them (ui.Options.Claim):
-// who claimed the GPU of a UUID, or "". Reading is off the drawing path;
-// nil when there is no claims directory.
-func watchClaims(ctx context.Context) func(uuid string) string {
+// who claimed a GPU (by its UUID), or "". Reading is off the drawing
+// path; nil when there is no claims directory.
+func watchClaims(ctx context.Context) func(d sampler.Device) string {
 	s, err := claims.Open(claims.Dir())
 	if err != nil {
 		return nil
 	}
 	w := claims.Watch(ctx, s, claimsRefresh)
-	return func(uuid string) string {
+	return func(d sampler.Device) string {
+		if d.UUID == "" {
+			return ""
+		}
 		act, _ := w.Claims()
-		c, ok := act[uuid]
+		c, ok := act[d.UUID]
 		if !ok {
 			return ""
 		}

@@ -307,11 +307,11 @@ func TestLiveViewReadsClaims(t *testing.T) {
 	defer cancel()
 	claim := watchClaims(ctx)
 	for uuid := range act {
-		if got := claim(uuid); !strings.HasPrefix(got, currentUser()+", 2 GiB, until ") {
+		if got := claim(sampler.Device{ID: "0", UUID: uuid}); !strings.HasPrefix(got, currentUser()+", 2 GiB, until ") {
 			t.Errorf("the live view says %q of the claimed GPU", got)
 		}
 	}
-	if got := claim("GPU-unclaimed"); got != "" {
+	if got := claim(sampler.Device{ID: "1", UUID: "GPU-unclaimed"}); got != "" {
 		t.Errorf("an unclaimed GPU: %q", got)
 	}
 }

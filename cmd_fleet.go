@@ -130,6 +130,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		User:       currentUser(),
 		OnAlerts:   onAlerts,
 		OpenHost:   src.SetOpenHost,
+		Claim:      src.ClaimText,
 	})
 	endHook(stderr)
 	if err != nil {

@@ -79,9 +79,22 @@ func TestChooseSkipsClaimed(t *testing.T) {
 	if err == nil || !strings.HasSuffix(err.Error(), "3 GPUs asked, only 2 have free memory; hostA:0 claimed by alice (40 GiB)") {
 		t.Errorf("error %v, want it to say hostA:0 is claimed, by whom", err)
 	}
+	// The live view says who claimed it, and how much; nothing of the others.
+	for _, d := range snap.Devices {
+		want := ""
+		if d.ID == "hostA:0" {
+			want = "alice, 40 GiB"
+		}
+		if got := src.ClaimText(d); got != want {
+			t.Errorf("the live view says %q of %s, want %q", got, d.ID, want)
+		}
+	}
 	// The claim ends: the GPU is back.
 	fp.set(QueryClaims)
 	snap, _ = next(src, s, clk)
+	if got := src.ClaimText(snap.Devices[0]); got != "" {
+		t.Errorf("after the claim the live view says %q of %s", got, snap.Devices[0].ID)
+	}
 	if got, err := Choose(snap, src.Claims(), advisor.PickOptions{}, false); err != nil || choiceLines(got) != "hostA:0" {
 		t.Errorf("after the claim: %q (%v), want hostA:0", choiceLines(got), err)
 	}

@@ -624,6 +624,17 @@ func (s *Source) Claims() map[string]Claim {
 	return s.state.claims
 }
 
+// ClaimText says who claimed d on its host as the live view says it
+// (ui.Options.Claim): "alice, 40 GiB" (serve exports no end of the claim),
+// "someone" for a claim without its user; "" when nobody did.
+func (s *Source) ClaimText(d sampler.Device) string {
+	c, ok := s.Claims()[d.ID]
+	if !ok {
+		return ""
+	}
+	return claims.Claim{User: c.User, Bytes: c.Bytes}.Short(advisor.FormatBytes)
+}
+
 // Err is the error of the last round of queries; nil when it answered.
 func (s *Source) Err() error {
 	s.mu.Lock()

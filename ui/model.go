@@ -156,7 +156,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m := &Model{
 		opts:  opts,
-		ctx:   &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User},
+		ctx:   &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User, Claim: opts.Claim},
 		judge: judge.New(judgeOptions(opts)),
 		fleet: fleetView{tell: opts.OpenHost},
 		snaps: snaps,
@@ -177,7 +177,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 	}
 	m.procs = procs.New(m.ctx, &m.out)
 	m.hosts = hosts.New(m.ctx, &m.out)
-	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.judge.Watching(id) }, opts.Claim)
+	m.gpus = gpus.New(m.ctx, &m.out, func(id string) bool { return m.judge.Watching(id) })
 	m.detail = detail.New(m.ctx, &m.out, func(s sampler.Snapshot, t advisor.Target) []advisor.Advice { return m.judge.Advise(s, t) })
 	m.prompt = prompt.New(m.ctx, &m.out, opts.Now, prompt.OpenProcess)
 	m.setStyles(common.NewStyles(true, noColor()))

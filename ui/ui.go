@@ -41,11 +41,12 @@ type Options struct {
 	// Title replaces "vramtop" at the left of the header ("vramtop replay
 	// run.jsonl.gz", "vramtop fleet").
 	Title string
-	// Claim says who claimed the GPU of this UUID with vramtop pick or
-	// wait, in a few words ("alice, 40 GiB, until 14:02:05"),
-	// or "" when nobody did; nil where claims do not apply (replay,
-	// fleet). It is called while drawing and must return at once.
-	Claim func(uuid string) string
+	// Claim says who claimed the GPU d with vramtop pick or wait, in a
+	// few words ("alice, 40 GiB, until 14:02:05"; a fleet's as its
+	// host's vramtop serve exports it: "alice, 40 GiB"), or "" when nobody
+	// did; nil where claims do not apply (replay). It is called while
+	// drawing and must return at once.
+	Claim func(d sampler.Device) string
 	// OpenHost is told the host of a fleet whose GPUs are open on screen,
 	// "" when the list of hosts is back (the fleet then reads that host's
 	// processes only). It must return at once.

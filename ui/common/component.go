@@ -95,6 +95,8 @@ type Context struct {
 	// ScreenKeys are the keys of the full screens (Screen.Key), for the
 	// help screen: those not in Keys are listed after them.
 	ScreenKeys []key.Binding
+	// Claim says who claimed a GPU (Options.Claim); nil: no claims.
+	Claim func(d sampler.Device) string
 }
 
 // Messages the root sends to a part.

@@ -37,21 +37,20 @@ type Pane struct {
 	focused  bool
 	compact  bool
 	panelH   int
-	graphH   int                      // lines of the selected GPU's graph under the compact list
-	sev      draw.SevIndex            // the advisor's severity of each device
-	watching func(id string) bool     // whether a GPU is watched (w); nil: none is
-	claim    func(uuid string) string // who claimed a GPU (Options.Claim); nil: no claims
-	colHead  bool                     // the compact list has its column header line
+	graphH   int                  // lines of the selected GPU's graph under the compact list
+	sev      draw.SevIndex        // the advisor's severity of each device
+	watching func(id string) bool // whether a GPU is watched (w); nil: none is
+	colHead  bool                 // the compact list has its column header line
 	span     time.Duration
 
 	snap     sampler.Snapshot
 	sel, off int
 }
 
-// New returns the pane. watching says whether a GPU is watched (w), claim
-// who claimed it; either may be nil.
-func New(ctx *common.Context, out *common.Outbox, watching func(id string) bool, claim func(uuid string) string) *Pane {
-	return &Pane{ctx: ctx, out: out, watching: watching, claim: claim, span: draw.DefaultSpan, panelH: panelTextLines}
+// New returns the pane. watching says whether a GPU is watched (w); it
+// may be nil. Who claimed a GPU is ctx.Claim's.
+func New(ctx *common.Context, out *common.Outbox, watching func(id string) bool) *Pane {
+	return &Pane{ctx: ctx, out: out, watching: watching, span: draw.DefaultSpan, panelH: panelTextLines}
 }
 
 // Compact draws GPUs as the compact list does, for a list of others' (the
@@ -323,10 +322,10 @@ func (g Pane) watchMark(d sampler.Device) string {
 
 // claimOf says who claimed d ("" when nobody did).
 func (g Pane) claimOf(d sampler.Device) string {
-	if g.claim == nil || d.UUID == "" {
+	if g.ctx.Claim == nil {
 		return ""
 	}
-	return g.claim(d.UUID)
+	return g.ctx.Claim(d)
 }
 
 // claimMark marks a GPU someone claimed with vramtop pick or wait.
