@@ -64,10 +64,14 @@ func (f *Bar) View() string {
 		}
 		return draw.Fit(st.Status.Render(f.status), f.width)
 	}
+	// Keys that share a hint (< and > sort by the column left / right) are
+	// one hint.
 	var hs []string
+	seen := map[string]bool{}
 	for _, h := range f.s.Hints {
-		if h.Enabled() {
-			hs = append(hs, h.Help().Key+" "+footerWord(h))
+		if k := h.Help().Key; h.Enabled() && !seen[k] {
+			seen[k] = true
+			hs = append(hs, k+" "+footerWord(h))
 		}
 	}
 	l := ""
@@ -81,7 +85,8 @@ func (f *Bar) View() string {
 	return draw.Fit(l+st.Help.Render(strings.Join(hs, " · ")), f.width)
 }
 
-// footerWord is the one-word name of a key in the footer.
+// footerWord is the short name of a key in the footer; no two keys of a
+// screen share one.
 func footerWord(b key.Binding) string {
 	switch b.Help().Key {
 	case "tab":
@@ -90,6 +95,12 @@ func footerWord(b key.Binding) string {
 		return "detail"
 	case "s":
 		return "sort"
+	case "F6":
+		return "sort by"
+	case "< >", "< .":
+		return "sort ←/→"
+	case "F9":
+		return "signal"
 	case "u":
 		return "users"
 	case "m":
