@@ -18,8 +18,17 @@ func TestWaitLikeSizesByAnEarlierRun(t *testing.T) {
 	freshClaims(t)
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
+	// The job lasts until the run has sampled it: the recording gets its
+	// first snapshot (flushed at once at a 1 s interval) after the run has
+	// read it. A job of a fixed length could end before the first sample,
+	// which the demo takes 0.1-0.5 s to make under -race on a busy machine.
+	dir := t.TempDir()
+	rec, job := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(job, []byte("i=0; until [ -s "+rec+" ] || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var o, e bytes.Buffer
-	if code := dispatch(context.Background(), []string{"run", "--demo", "--report", "json", "--interval", "100ms", "--", "sh", "-c", "sleep 0.5", "train.py", "--batch", "32"}, &o, &e); code != 0 {
+	if code := dispatch(context.Background(), []string{"run", "--demo", "--report", "json", "--interval", "1s", "--record", rec, "--", "sh", job, "train.py", "--batch", "32"}, &o, &e); code != 0 {
 		t.Fatalf("run: exit %d, %s", code, e.String())
 	}
 	dispatch(context.Background(), []string{"run", "--demo", "--report", "json", "--", "true"}, &o, &e)
@@ -39,9 +48,9 @@ func TestWaitLikeSizesByAnEarlierRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.GPUPeakBytes == 0 || first.Command[0] != "sh" {
 		t.Fatalf("first run %s (%v)", lines[0], err)
 	}
-	out, errOut, code := runWaitArgs(context.Background(), "--demo", "--settle", "0", "--no-claim", "--like", "sh -c 'sleep 0.5' train.py --batch 64", "--margin", "25%")
+	out, errOut, code := runWaitArgs(context.Background(), "--demo", "--settle", "0", "--no-claim", "--like", "sh "+job+" train.py --batch 64", "--margin", "25%")
 	want := advisor.FormatBytes(uint64(float64(first.GPUPeakBytes) * 1.25))
-	if code != 0 || out == "" || !strings.Contains(errOut, "`sh -c 'sleep 0.5' train.py --batch 32` at ") ||
+	if code != 0 || out == "" || !strings.Contains(errOut, "`sh "+job+" train.py --batch 32` at ") ||
 		!strings.Contains(errOut, "peaked at "+advisor.FormatBytes(first.GPUPeakBytes)+" on one GPU; --min-free "+want+" (+25%)") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want the first run and --min-free %s", code, out, errOut, want)
 	}
