@@ -296,20 +296,30 @@ func TestLeftoverWritesOnAfterRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ef.Close()
-	script := `(sleep 3; echo late >&2; echo alive > ` + mark + `) >/dev/null & exit 0`
+	// The leftover writes once run has exited (the test says when, by
+	// making the file go), not after a fixed sleep that a slow run could
+	// outlast; it gives up after 30 s.
+	goFile := filepath.Join(dir, "go")
+	script := `(i=0; until [ -e ` + goFile + ` ] || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; echo late >&2; echo alive > ` + mark + `) >/dev/null & exit 0`
 	cmd := exec.Command(bin, "run", "--demo", "--", "sh", "-c", script)
 	cmd.Stderr = ef
 	if code := runWithin(t, cmd, 30*time.Second); code != 0 {
 		b, _ := os.ReadFile(errFile)
 		t.Fatalf("exit %d: %s", code, b)
 	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The late line goes through the process run left to copy the pipe:
+	// it may reach the file a moment after the leftover made its mark.
+	var b []byte
 	deadline := time.Now().Add(15 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(mark); err == nil {
+		b, _ = os.ReadFile(errFile)
+		if _, err := os.Stat(mark); err == nil && strings.Contains(string(b), "late\n") {
 			break
 		}
 	}
-	b, _ := os.ReadFile(errFile)
 	if _, err := os.Stat(mark); err != nil {
 		t.Fatalf("the leftover did not live past its write to stderr after run exited (stderr %q)", b)
 	}
