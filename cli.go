@@ -107,7 +107,23 @@ func cobraCommand(c command, cfg config.Settings, raw *[]string, code *int) *cob
 			cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
 		}
 	}
+	// Every other flag that takes a value completes no file names, unless
+	// the value is a path: a duration, size, percentage, count or address
+	// is typed.
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := cmd.GetFlagCompletionFunc(f.Name); !ok && f.NoOptDefVal == "" && !takesPath(f) {
+			cmd.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions)
+		}
+	})
 	return cmd
+}
+
+// takesPath reports whether f's value is a file's path (`FILE`) or a
+// command (`CMD`), whose first word is often a script's: the shells
+// complete file names for it.
+func takesPath(f *pflag.Flag) bool {
+	name, _ := pflag.UnquoteUsage(f)
+	return name == "FILE" || name == "CMD"
 }
 
 // splitHead reads a help text "Usage: vramtop NAME ARGS\n\nWhat it
