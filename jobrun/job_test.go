@@ -443,8 +443,10 @@ func TestKillLeftovers(t *testing.T) {
 func TestKillLeftoversEscalatesToSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
-	// The leftover ignores SIGTERM.
-	script := `sh -c 'trap "" TERM; echo $$ >> ` + pids + `; while :; do sleep 0.1; done' >/dev/null 2>&1 & sleep 0.8`
+	// The leftover ignores SIGTERM. The leader waits for its PID, written
+	// once the trap is set (on a busy machine the shell may not have got
+	// that far within a fixed sleep), then for a sample or two.
+	script := `sh -c 'trap "" TERM; echo $$ >> ` + pids + `; while :; do sleep 0.1; done' >/dev/null 2>&1 & i=0; until [ -s ` + pids + ` ] || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; sleep 0.8`
 	r, err := Run(context.Background(), Config{
 		Argv: []string{"sh", "-c", script}, Sampler: newSampler(t, &pidSource{file: pids, tenant: 1}),
 		Stderr: os.Stderr, KillLeftovers: true, KillGrace: 300 * time.Millisecond,
@@ -463,7 +465,10 @@ func TestKillLeftoversEscalatesToSIGKILL(t *testing.T) {
 	if ended != "SIGKILL" {
 		t.Errorf("the TERM-ignoring leftover %d: ended %q, want SIGKILL (leftovers %+v)", pid, ended, r.Leftovers)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// SIGKILL is sent, not waited for: the process may take a moment to go.
+	for deadline := time.Now().Add(10 * time.Second); pid > 0 && alive(pid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if pid > 0 && alive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Error("it still runs")
