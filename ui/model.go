@@ -28,6 +28,7 @@ import (
 	"github.com/vramtop/vramtop/ui/judge"
 	"github.com/vramtop/vramtop/ui/procs"
 	"github.com/vramtop/vramtop/ui/prompt"
+	"github.com/vramtop/vramtop/ui/state"
 )
 
 // Messages of the live view.
@@ -61,11 +62,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo   geometry  // the terminal's size, where the panes lie
-	on    onScreen  // the snapshot shown, the newest, the pause
-	fresh freshness // whether the data is stale, the source ended
-	fleet fleetView // a fleet's open host, the view reduced to it
-	tune  tuning    // the interval (+/-) and the graphs' span (z)
+	geo   geometry     // the terminal's size, where the panes lie
+	on    onScreen     // the snapshot shown, the newest, the pause
+	fresh freshness    // whether the data is stale, the source ended
+	fleet fleetView    // a fleet's open host, the view reduced to it
+	tune  state.Tuning // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
 	screen screen
@@ -356,7 +357,7 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 	if v.Notify != "" {
 		cmds = append(cmds, tea.Raw(v.Notify))
 	}
-	m.tune.heard(s.Interval)
+	m.tune.Heard(s.Interval)
 	if m.on.receive(judged{s, v}) {
 		m.show()
 	}
@@ -432,7 +433,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.ctx.Keys.Faster, m.ctx.Keys.Slower):
 		m.changeInterval(key.Matches(k, m.ctx.Keys.Faster))
 	case key.Matches(k, m.ctx.Keys.Span):
-		m.send(common.Span(m.tune.nextSpan()))
+		m.send(common.Span(m.tune.NextSpan()))
 		m.relayout()
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
@@ -475,7 +476,7 @@ func (m *Model) changeInterval(faster bool) {
 		m.setStatus(true, "the interval cannot be changed for this source")
 		return
 	}
-	next := m.tune.step(faster)
+	next := m.tune.Step(faster)
 	m.opts.SetInterval(next)
 	m.setStatus(false, "sampling every %v", next)
 }
@@ -509,7 +510,7 @@ func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 // legend shows (the same function draws both), which is shorter than the
 // one asked for while the history is.
 func (m *Model) spanStatus() string {
-	asked := m.tune.span()
+	asked := m.tune.Span()
 	shown := m.gpus.ShownSpan()
 	if m.screen == screenDetail {
 		shown = m.detail.ShownSpan()
@@ -596,7 +597,7 @@ func (m *Model) fillChrome() {
 		Paused: m.on.paused, Stale: m.fresh.stale, Arrived: m.fresh.arrived, Now: m.opts.Now(), Ended: m.fresh.ended,
 	}
 	if m.opts.Replay == nil {
-		hs.Interval = m.tune.interval
+		hs.Interval = m.tune.Interval()
 	}
 	m.header.Update(hs)
 	m.header.SetSize(m.geo.width, 1)

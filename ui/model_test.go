@@ -580,29 +580,6 @@ func TestInterval(t *testing.T) {
 	}
 }
 
-// An interval between the steps snaps to the next step in the direction
-// asked.
-func TestIntervalSnapsToSteps(t *testing.T) {
-	for _, tt := range []struct {
-		from   time.Duration
-		faster bool
-		want   time.Duration
-	}{
-		{62500 * time.Microsecond, false, 100 * time.Millisecond},
-		{62500 * time.Microsecond, true, 50 * time.Millisecond},
-		{937500 * time.Microsecond, false, time.Second},
-		{937500 * time.Microsecond, true, 500 * time.Millisecond},
-		{3 * time.Second, false, 5 * time.Second},
-		{3 * time.Second, true, 2 * time.Second},
-		{2 * time.Minute, true, time.Minute},
-		{time.Minute, false, time.Minute},
-		{50 * time.Millisecond, true, 50 * time.Millisecond},
-	} {
-		if got := nextInterval(tt.from, tt.faster); got != tt.want {
-			t.Errorf("from %v faster=%v: %v, want %v", tt.from, tt.faster, got, tt.want)
-		}
-	}
-}
 func selectProc(t *testing.T, m *Model, match func(procs.Row) bool) procs.Row {
 	t.Helper()
 	if m.focus != paneProcs {

@@ -1,4 +1,4 @@
-package ui
+package state
 
 import (
 	"time"
@@ -32,23 +32,23 @@ func nextInterval(cur time.Duration, faster bool) time.Duration {
 	return intervalSteps[len(intervalSteps)-1]
 }
 
-// tuning is what the user steps through: the sampling interval (+/-), the
+// Tuning is what the user steps through: the sampling interval (+/-), the
 // source's until one is asked for, and the span of the graphs (z).
-type tuning struct {
+type Tuning struct {
 	interval time.Duration // 0 until a snapshot says it or the user asks
 	spanIdx  int           // in spans
 }
 
-// heard takes the interval a snapshot was sampled at (0: not said).
-func (t *tuning) heard(d time.Duration) {
+// Heard takes the interval a snapshot was sampled at (0: not said).
+func (t *Tuning) Heard(d time.Duration) {
 	if d > 0 {
 		t.interval = d
 	}
 }
 
-// step is the interval one step faster or slower than the one in force
+// Step is the interval one step faster or slower than the one in force
 // (the default before any is known), and asks for it.
-func (t *tuning) step(faster bool) time.Duration {
+func (t *Tuning) Step(faster bool) time.Duration {
 	cur := t.interval
 	if cur <= 0 {
 		cur = sampler.DefaultInterval
@@ -57,11 +57,15 @@ func (t *tuning) step(faster bool) time.Duration {
 	return t.interval
 }
 
-// nextSpan moves to the next span of the graphs and returns it.
-func (t *tuning) nextSpan() time.Duration {
+// NextSpan moves to the next span of the graphs and returns it.
+func (t *Tuning) NextSpan() time.Duration {
 	t.spanIdx = (t.spanIdx + 1) % len(spans)
 	return spans[t.spanIdx]
 }
 
-// span is the span of the graphs asked for.
-func (t *tuning) span() time.Duration { return spans[t.spanIdx] }
+// Span is the span of the graphs asked for.
+func (t *Tuning) Span() time.Duration { return spans[t.spanIdx] }
+
+// Interval is the sampling interval in force: the last one a snapshot said
+// or the user asked for, 0 before either.
+func (t *Tuning) Interval() time.Duration { return t.interval }
