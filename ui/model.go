@@ -62,11 +62,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo   geometry     // the terminal's size, where the panes lie
-	on    onScreen     // the snapshot shown, the newest, the pause
-	fresh freshness    // whether the data is stale, the source ended
-	fleet fleetView    // a fleet's open host, the view reduced to it
-	tune  state.Tuning // the interval (+/-) and the graphs' span (z)
+	geo   state.Geometry // the terminal's size, where the panes lie
+	on    onScreen       // the snapshot shown, the newest, the pause
+	fresh freshness      // whether the data is stale, the source ended
+	fleet fleetView      // a fleet's open host, the view reduced to it
+	tune  state.Tuning   // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
 	screen screen
@@ -250,7 +250,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.geo.resize(msg.Width, msg.Height)
+		m.geo.Resize(msg.Width, msg.Height)
 	case tea.BackgroundColorMsg:
 		m.setStyles(common.NewStyles(msg.IsDark(), noColor()))
 	case snapshotMsg:
@@ -301,10 +301,10 @@ func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 		m.screen != screenMain || !m.on.have || m.fleet.hostList() {
 		return nil
 	}
-	p, y, ok := m.geo.at(c.Y)
+	gpus, y, ok := m.geo.At(c.Y)
 	switch {
 	case !ok:
-	case p == paneGPUs:
+	case gpus:
 		if m.gpus.Click(c.X, y) {
 			m.focus = paneGPUs
 		}
@@ -558,31 +558,31 @@ const minProcRows = 3
 func (m *Model) relayout() {
 	m.fillChrome()
 	mw, mh := m.minSize()
-	if !m.geo.fits(mw, mh) {
+	if !m.geo.Fits(mw, mh) {
 		return
 	}
 	for _, sc := range m.screens {
-		sc.SetSize(m.geo.width, m.geo.height)
+		sc.SetSize(m.geo.Width(), m.geo.Height())
 	}
-	m.alertv.SetSize(m.geo.width, m.geo.height-1)
+	m.alertv.SetSize(m.geo.Width(), m.geo.Height()-1)
 	m.gpus.Update(common.Focus(m.focus == paneGPUs))
 	m.procs.Update(common.Focus(m.focus == paneProcs))
 	above := lipgloss.Height(m.header.View())
 	if b := m.banner.View(); b != "" {
 		above += lipgloss.Height(b)
 	}
-	body := m.geo.body(above, lipgloss.Height(m.footer.View()))
+	body := m.geo.Body(above, lipgloss.Height(m.footer.View()))
 	switch {
 	case m.screen == screenDetail:
-		m.detail.SetSize(m.geo.width, body)
+		m.detail.SetSize(m.geo.Width(), body)
 	case m.fleet.hostList():
-		m.hosts.SetSize(m.geo.width, body)
+		m.hosts.SetSize(m.geo.Width(), body)
 	default:
 		procMin := 1 + minProcRows
 		procWant := m.procs.Wants()
-		gh := m.gpus.Layout(m.geo.width, body, procMin, procWant)
-		m.geo.split(gh)
-		m.procs.SetSize(m.geo.width, body-gh)
+		gh := m.gpus.Layout(m.geo.Width(), body, procMin, procWant)
+		m.geo.Split(gh)
+		m.procs.SetSize(m.geo.Width(), body-gh)
 	}
 }
 
@@ -600,9 +600,9 @@ func (m *Model) fillChrome() {
 		hs.Interval = m.tune.Interval()
 	}
 	m.header.Update(hs)
-	m.header.SetSize(m.geo.width, 1)
-	m.banner.SetSize(m.geo.width, m.geo.height)
-	m.prompt.SetSize(m.geo.width, 1)
+	m.header.SetSize(m.geo.Width(), 1)
+	m.banner.SetSize(m.geo.Width(), m.geo.Height())
+	m.prompt.SetSize(m.geo.Width(), 1)
 
 	f := footer.State{Prompt: m.prompt.View()}
 	if f.Prompt == "" {
@@ -630,7 +630,7 @@ func (m *Model) fillChrome() {
 		f.Hints = append(f.Hints, m.ctx.Keys.Play, m.ctx.Keys.StepFwd, m.ctx.Keys.Speed)
 	}
 	m.footer.Update(f)
-	m.footer.SetSize(m.geo.width, 1)
+	m.footer.SetSize(m.geo.Width(), 1)
 }
 
 // View renders the screen.
@@ -654,20 +654,20 @@ func (m *Model) title() string {
 
 // render is the whole screen as a string: a pure function of the model.
 func (m *Model) render() string {
-	if m.geo.width <= 0 || m.geo.height <= 0 {
+	if m.geo.Width() <= 0 || m.geo.Height() <= 0 {
 		return ""
 	}
-	if mw, mh := m.minSize(); !m.geo.fits(mw, mh) {
+	if mw, mh := m.minSize(); !m.geo.Fits(mw, mh) {
 		msg := "terminal too small (need " + strconv.Itoa(mw) + "×" + strconv.Itoa(mh) + ")"
 		// Wrapped at the width rather than cut: the size it needs is the
 		// point of the message.
-		return lipgloss.Place(m.geo.width, m.geo.height, lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.geo.width, ""), m.geo.width, m.geo.height))
+		return lipgloss.Place(m.geo.Width(), m.geo.Height(), lipgloss.Center, lipgloss.Center, draw.ClampLines(ansi.Wordwrap(msg, m.geo.Width(), ""), m.geo.Width(), m.geo.Height()))
 	}
 	if m.open >= 0 {
-		return draw.PadLines(draw.ClampLines(m.screens[m.open].View(), m.geo.width, m.geo.height), m.geo.height)
+		return draw.PadLines(draw.ClampLines(m.screens[m.open].View(), m.geo.Width(), m.geo.Height()), m.geo.Height())
 	}
 	if m.showAlerts {
-		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.geo.width, m.geo.height-1), m.geo.height-1) + "\n" + m.footer.View()
+		return draw.PadLines(draw.ClampLines(m.alertv.View(), m.geo.Width(), m.geo.Height()-1), m.geo.Height()-1) + "\n" + m.footer.View()
 	}
 	parts := []string{m.header.View()}
 	if b := m.banner.View(); b != "" {
@@ -675,7 +675,7 @@ func (m *Model) render() string {
 	}
 	parts = append(parts, m.bodyView())
 	// The footer sits on the last line.
-	body := draw.PadLines(draw.ClampLines(strings.Join(parts, "\n"), m.geo.width, m.geo.height-1), m.geo.height-1)
+	body := draw.PadLines(draw.ClampLines(strings.Join(parts, "\n"), m.geo.Width(), m.geo.Height()-1), m.geo.Height()-1)
 	return body + "\n" + m.footer.View()
 }
 
