@@ -62,11 +62,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo   state.Geometry // the terminal's size, where the panes lie
-	on    onScreen       // the snapshot shown, the newest, the pause
-	fresh freshness      // whether the data is stale, the source ended
-	fleet fleetView      // a fleet's open host, the view reduced to it
-	tune  state.Tuning   // the interval (+/-) and the graphs' span (z)
+	geo   state.Geometry  // the terminal's size, where the panes lie
+	on    onScreen        // the snapshot shown, the newest, the pause
+	fresh state.Freshness // whether the data is stale, the source ended
+	fleet fleetView       // a fleet's open host, the view reduced to it
+	tune  state.Tuning    // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
 	screen screen
@@ -256,10 +256,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case snapshotMsg:
 		cmd = m.onSnapshot(sampler.Snapshot(msg))
 	case sourceEnded:
-		m.fresh.end()
-	case staleCheck, staleTick:
+		m.fresh.End()
+	case state.StaleCheck, state.StaleTick:
 		var changed bool
-		if cmd, changed = m.fresh.update(msg, m.on.have); !changed {
+		if cmd, changed = m.fresh.Update(msg, m.on.have); !changed {
 			// A check overtaken by a newer snapshot changes nothing: keep
 			// the frame already rendered.
 			return m, nil
@@ -346,7 +346,7 @@ func (m *Model) handleRequests() tea.Cmd {
 }
 
 func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
-	cmds := []tea.Cmd{m.wait(), m.fresh.arrive(m.opts.Now(), s.Interval, m.opts.Replay == nil)}
+	cmds := []tea.Cmd{m.wait(), m.fresh.Arrive(m.opts.Now(), s.Interval, m.opts.Replay == nil)}
 	if m.opts.Replay != nil {
 		m.replayStatus = m.opts.Replay.Status()
 	}
@@ -594,7 +594,7 @@ func (m *Model) fillChrome() {
 	}
 	hs := top.State{
 		Title: title, Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
-		Paused: m.on.paused, Stale: m.fresh.stale, Arrived: m.fresh.arrived, Now: m.opts.Now(), Ended: m.fresh.ended,
+		Paused: m.on.paused, Stale: m.fresh.Stale(), Arrived: m.fresh.Arrived(), Now: m.opts.Now(), Ended: m.fresh.Ended(),
 	}
 	if m.opts.Replay == nil {
 		hs.Interval = m.tune.Interval()
@@ -682,7 +682,7 @@ func (m *Model) render() string {
 func (m *Model) bodyView() string {
 	if !m.on.have {
 		msg := "waiting for the first sample…"
-		if m.fresh.ended {
+		if m.fresh.Ended() {
 			msg = "the source ended before its first sample"
 		}
 		return m.ctx.Styles.Dim.Render("  " + msg)

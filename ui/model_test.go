@@ -692,21 +692,21 @@ func TestStaleBadge(t *testing.T) {
 	m, _ := newTestModel(Options{})
 	send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	snap := fakeSnap(t, 2)
+	old := m.fresh.Check() // the check of the snapshot before this one: none
 	cmd := send(m, snapshotMsg(snap))
 	if cmd == nil {
 		t.Fatal("a snapshot should schedule the stale check")
 	}
-	gen := m.fresh.gen
-	send(m, staleCheck{gen: gen - 1})
-	if m.fresh.stale {
+	send(m, old)
+	if m.fresh.Stale() {
 		t.Error("an old check must not mark the display stale")
 	}
-	send(m, staleCheck{gen: gen})
-	if !m.fresh.stale || !strings.Contains(screenText(m), "STALE") {
+	send(m, m.fresh.Check())
+	if !m.fresh.Stale() || !strings.Contains(screenText(m), "STALE") {
 		t.Error("no snapshot for 3 intervals should show STALE")
 	}
 	send(m, snapshotMsg(snap))
-	if m.fresh.stale {
+	if m.fresh.Stale() {
 		t.Error("a new snapshot should clear stale")
 	}
 }
@@ -798,7 +798,7 @@ func TestReplayKeys(t *testing.T) {
 	if !strings.Contains(s, "REPLAY") || !strings.Contains(s, "(9)") || !strings.Contains(s, "vramtop replay run.jsonl") {
 		t.Errorf("header should show the replay status:\n%s", s)
 	}
-	if m.fresh.stale {
+	if m.fresh.Stale() {
 		t.Error("a replay is never stale")
 	}
 }
@@ -1225,14 +1225,14 @@ func TestStaleWhileTheSourceHangs(t *testing.T) {
 		t.Fatal("a snapshot should schedule the stale check")
 	}
 	now = now.Add(4 * time.Second)
-	if cmd := send(m, staleCheck{gen: m.fresh.gen}); cmd == nil {
+	if cmd := send(m, m.fresh.Check()); cmd == nil {
 		t.Error("stale data should schedule the next update of its age")
 	}
 	if s := screenText(m); !strings.Contains(s, "STALE") || !strings.Contains(s, "no new data for 4s") {
 		t.Errorf("the header should say the data is stale:\n%s", s)
 	}
 	now = now.Add(8 * time.Second)
-	send(m, staleTick{gen: m.fresh.gen})
+	send(m, m.fresh.Tick())
 	if s := screenText(m); !strings.Contains(s, "no new data for 12s") {
 		t.Errorf("the age should follow the clock:\n%s", s)
 	}
@@ -1245,11 +1245,12 @@ func TestStaleWhileTheSourceHangs(t *testing.T) {
 	if s := screenText(m); !strings.Contains(s, "STALE") {
 		t.Errorf("still stale after the resize:\n%s", s)
 	}
+	earlier := m.fresh.Tick() // this stale spell's
 	send(m, snapshotMsg(fakeSnap(t, 4)))
-	if m.fresh.stale || strings.Contains(screenText(m), "STALE") {
+	if m.fresh.Stale() || strings.Contains(screenText(m), "STALE") {
 		t.Error("a new snapshot should clear stale")
 	}
-	if cmd := send(m, staleTick{gen: m.fresh.gen - 1}); cmd != nil {
+	if cmd := send(m, earlier); cmd != nil {
 		t.Error("a tick of an earlier stale spell should not go on")
 	}
 }
