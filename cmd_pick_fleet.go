@@ -19,8 +19,12 @@ const fleetPickTimeout = 10 * time.Second
 
 // openFleet opens the fleet source at url, asked every interval, and a
 // sampler over it; ok is false, with one line on stderr, when it cannot.
-func openFleet(ctx context.Context, name, url string, interval time.Duration, stderr io.Writer) (*fleet.Source, *sampler.Sampler, bool) {
-	src, err := fleet.Open(ctx, fleet.Config{URL: url, Interval: interval, Timeout: fleetPickTimeout})
+// With lean the source reads no host's processes but those asked for
+// (ReadProcessesOf, ReadTiedProcesses): a pick needs them for --json
+// (which counts them) and to order GPUs equally free
+// (fleet.ProcessesMatter) only.
+func openFleet(ctx context.Context, name, url string, interval time.Duration, lean bool, stderr io.Writer) (*fleet.Source, *sampler.Sampler, bool) {
+	src, err := fleet.Open(ctx, fleet.Config{URL: url, Interval: interval, Timeout: fleetPickTimeout, OpenHostProcesses: lean})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return nil, nil, false
@@ -62,7 +66,7 @@ func firstRound(ctx context.Context, name string, src *fleet.Source, stderr io.W
 // pickFleet is pick --prometheus: the freest GPUs of the fleet, as HOST:GPU
 // lines or JSON.
 func pickFleet(ctx context.Context, name string, pf pickFlags, uuid bool, opt advisor.PickOptions, stdout, stderr io.Writer) int {
-	src, s, ok := openFleet(ctx, name, pf.prometheus, defaultFleetInterval, stderr)
+	src, s, ok := openFleet(ctx, name, pf.prometheus, defaultFleetInterval, !pf.asJSON, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -71,6 +75,15 @@ func pickFleet(ctx context.Context, name string, pf pickFlags, uuid bool, opt ad
 		return code
 	}
 	snap := s.Once()
+	if !pf.asJSON {
+		// GPUs equally free: their processes order them.
+		view, _ := fleet.Pickable(snap, src.Claims())
+		var err error
+		if snap, err = src.ReadTiedProcesses(ctx, snap, fleet.ProcessesMatter(view, opt)); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+	}
 	choices, err := fleet.Choose(snap, src.Claims(), opt, uuid)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -82,7 +95,7 @@ func pickFleet(ctx context.Context, name string, pf pickFlags, uuid bool, opt ad
 // waitFleet is wait --prometheus: w follows the fleet until enough GPUs
 // qualify, less the hosts down and the GPUs claimed on their hosts.
 func waitFleet(ctx context.Context, name string, pf pickFlags, uuid bool, w *waiter, interval time.Duration, status func(string), stdout, stderr io.Writer) int {
-	src, s, ok := openFleet(ctx, name, pf.prometheus, interval, stderr)
+	src, s, ok := openFleet(ctx, name, pf.prometheus, interval, !pf.asJSON, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -92,6 +105,13 @@ func waitFleet(ctx context.Context, name string, pf pickFlags, uuid bool, w *wai
 	}
 	w.opt.AllHosts = true
 	w.view = func(snap sampler.Snapshot) (sampler.Snapshot, string) { return fleet.Pickable(snap, src.Claims()) }
+	w.unsure = func(view sampler.Snapshot) bool {
+		hosts := fleet.ProcessesMatter(view, w.opt)
+		// GPUs equally free: their processes order them, from the
+		// round this starts at once on.
+		src.ReadProcessesOf(hosts)
+		return len(hosts) > 0
+	}
 	picks, _, snap, err := w.wait(ctx, s, status)
 	if status != nil {
 		fmt.Fprint(stderr, "\r\x1b[K")

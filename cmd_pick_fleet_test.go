@@ -3,16 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vramtop/vramtop/fleet"
 	"github.com/vramtop/vramtop/internal/testbin"
 )
 
@@ -128,5 +133,134 @@ func TestWaitFleetCtrlC(t *testing.T) {
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 130 || strings.TrimSpace(stderr.String()) != "vramtop wait: interrupted" {
 		t.Errorf("exit %d, stderr %q; want 130 and one line saying it was interrupted", code, stderr.String())
+	}
+}
+
+// leanProm is a Prometheus for pick and wait --prometheus that records
+// what it is asked: hostA and hostB, 2 H100s each (80 GiB, 1 GiB
+// reserved), with used memory by "host:gpu", and the processes on each.
+type leanProm struct {
+	used  map[string]uint64
+	procs map[string]int
+	mu    sync.Mutex
+	asked []string
+}
+
+func (p *leanProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	q := r.Form.Get("query")
+	p.mu.Lock()
+	p.asked = append(p.asked, q)
+	p.mu.Unlock()
+	type series struct {
+		Metric map[string]string `json:"metric"`
+		Value  []any             `json:"value"`
+	}
+	out := []series{}
+	add := func(v float64, kv ...string) {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		out = append(out, series{m, []any{float64(time.Now().Unix()), fmt.Sprint(v)}})
+	}
+	for h, host := range []string{"hostA", "hostB"} {
+		inst := fmt.Sprintf("10.0.0.%d:9400", h+1)
+		if q == fleet.QueryTargets {
+			add(1, "__name__", "up", "job", "vramtop", "instance", inst)
+		}
+		if q == fleet.QueryValues {
+			add(1, "__name__", "vramtop_up", "hostname", host)
+		}
+		for g := range 2 {
+			gpu, id := fmt.Sprint(g), fmt.Sprintf("%s:%d", host, g)
+			switch {
+			case q == fleet.QueryDevices:
+				add(80<<30, "__name__", "vramtop_gpu_memory_total_bytes", "hostname", host, "gpu", gpu, "UUID", "GPU-"+id,
+					"modelName", "NVIDIA H100 80GB HBM3", "instance", inst, "job", "vramtop")
+			case q == fleet.QueryReserved:
+				add(1<<30, "hostname", host, "gpu", gpu)
+			case q == fleet.QueryValues:
+				add(float64(p.used[id]), "__name__", "vramtop_gpu_memory_used_bytes", "hostname", host, "gpu", gpu)
+				add(0.3, "__name__", "vramtop_gpu_utilization_ratio", "hostname", host, "gpu", gpu)
+			case strings.Contains(q, "vramtop_process_gpu_memory"):
+				for i := range p.procs[id] {
+					add(float64(p.used[id])/float64(p.procs[id]), "__name__", "vramtop_process_gpu_memory_bytes", "hostname", host, "gpu", gpu,
+						"pid", fmt.Sprint(1000+10*g+i), "user", "alice", "command", "python train.py", "type", "compute")
+				}
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": out}})
+}
+
+// askedProcesses reports whether any query asked for per-process series.
+func (p *leanProm) askedProcesses() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.asked, func(q string) bool { return strings.Contains(q, "vramtop_process_gpu_memory") })
+}
+
+// Pick and wait across the fleet read no host's processes where they
+// cannot change the answer, and read them where they can: with --json
+// (which counts them) and to order GPUs that are equally free.
+func TestPickFleetReadsProcessesOnlyWhereTheyMatter(t *testing.T) {
+	isolateConfig(t)
+	for _, c := range []struct {
+		name   string
+		used   map[string]uint64
+		args   []string
+		want   string
+		procs  bool
+		inJSON string
+		fail   string
+	}{
+		{"the freest, by free memory", map[string]uint64{"hostA:0": 30 << 30, "hostA:1": 5 << 30, "hostB:0": 10 << 30, "hostB:1": 60 << 30},
+			[]string{"pick", "--count", "2"}, "hostA:1\nhostB:0\n", false, "", ""},
+		{"--max-util leaves them all out", map[string]uint64{"hostA:0": 30 << 30, "hostA:1": 5 << 30, "hostB:0": 10 << 30, "hostB:1": 60 << 30},
+			[]string{"pick", "--max-util", "20"}, "", false, "", "are above 20% utilization"},
+		{"wait, --min-free", map[string]uint64{"hostA:0": 30 << 30, "hostA:1": 5 << 30, "hostB:0": 10 << 30, "hostB:1": 60 << 30},
+			[]string{"wait", "--count", "3", "--min-free", "40GiB", "--settle", "0s"}, "hostA:1\nhostB:0\nhostA:0\n", false, "", ""},
+		{"--json counts the processes", map[string]uint64{"hostA:0": 30 << 30, "hostA:1": 5 << 30, "hostB:0": 10 << 30, "hostB:1": 60 << 30},
+			[]string{"pick", "--json"}, "", true, `"processes": 1`, ""},
+		// hostA:0 (2 processes) and hostB:0 (none) equally free: the one
+		// with fewer processes first.
+		{"pick, equally free", map[string]uint64{"hostA:0": 10 << 30, "hostA:1": 60 << 30, "hostB:0": 10 << 30, "hostB:1": 70 << 30},
+			[]string{"pick"}, "hostB:0\n", true, "", ""},
+		{"wait, equally free", map[string]uint64{"hostA:0": 10 << 30, "hostA:1": 60 << 30, "hostB:0": 10 << 30, "hostB:1": 70 << 30},
+			[]string{"wait", "--settle", "0s", "--interval", "1s"}, "hostB:0\n", true, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &leanProm{used: c.used, procs: map[string]int{"hostA:0": 2, "hostA:1": 1, "hostB:1": 3}}
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var o, e bytes.Buffer
+			code := dispatch(ctx, append([]string{c.args[0], "--prometheus", srv.URL}, c.args[1:]...), &o, &e)
+			switch {
+			case c.fail != "":
+				if code != 1 || !strings.Contains(e.String(), c.fail) {
+					t.Fatalf("exit %d, stderr %q: want 1 and %q", code, e.String(), c.fail)
+				}
+			case code != 0:
+				t.Fatalf("exit %d: %s", code, e.String())
+			case c.inJSON != "":
+				if !strings.Contains(o.String(), `"host": "hostA"`) || !strings.Contains(o.String(), `"gpu": "1"`) || !strings.Contains(o.String(), c.inJSON) {
+					t.Fatalf("--json %s: want hostA's GPU 1 with %s", o.String(), c.inJSON)
+				}
+			case o.String() != c.want:
+				t.Fatalf("printed %q, want %q", o.String(), c.want)
+			}
+			if p.askedProcesses() != c.procs {
+				t.Errorf("asked for the processes: %v, want %v (queries %q)", !c.procs, c.procs, p.asked)
+			}
+			// Without --json, only those of the hosts of the GPUs
+			// equally free.
+			if every := slices.Contains(p.asked, fleet.QueryProcs); every != (c.inJSON != "") {
+				t.Errorf("asked for every host's processes: %v, want %v", every, c.inJSON != "")
+			}
+		})
 	}
 }

@@ -141,6 +141,11 @@ type waiter struct {
 	// and a few words on those (a fleet's hosts down, its GPUs claimed on
 	// their hosts: fleet.Pickable).
 	view func(sampler.Snapshot) (sampler.Snapshot, string)
+	// unsure, when not nil, reports whether a pick among view (view's
+	// or the GPUs settled of it) could differ once processes not read
+	// are read (fleet.ProcessesMatter): observe then waits for the next
+	// snapshot, as unsure has them read.
+	unsure func(view sampler.Snapshot) bool
 }
 
 func newWaiter(opt advisor.PickOptions, settle time.Duration) *waiter {
@@ -219,10 +224,17 @@ func (w *waiter) observe(snap sampler.Snapshot) ([]advisor.Pick, bool) {
 	if len(settled.Devices) >= w.opt.Count {
 		picks, err := advisor.PickDevices(settled, w.opt)
 		if err == nil {
-			return picks, true
+			if w.unsure == nil || !w.unsure(settled) {
+				return picks, true
+			}
+			return nil, false
 		}
 	}
-	switch _, err := advisor.PickDevices(view, w.opt); {
+	_, err := advisor.PickDevices(view, w.opt)
+	if err != nil && qualifying < w.opt.Count && w.unsure != nil && w.unsure(view) {
+		return nil, false // the reason may name the freest
+	}
+	switch {
 	case qualifying >= w.opt.Count:
 		w.reason = fmt.Sprintf("%d of %d GPUs qualify, settling (%v left of %v)", qualifying, len(snap.Devices), soonest.Round(time.Second), w.settle)
 	case err != nil:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,4 +190,93 @@ func BenchmarkFleetRefresh(b *testing.B) {
 			b.ReportMetric(float64(size)/(1<<20), "MiB-answers")
 		})
 	}
+}
+
+// BenchmarkFleetPick is one vramtop pick --prometheus against canned
+// answers over loopback HTTP (as BenchmarkFleetRefresh): the source
+// opened, its first round, a snapshot and the choice. every-host reads
+// every host's processes (pick before it read only those it needs, and
+// pick --json); lean reads none but those of the hosts whose GPUs tie
+// for the pick (ProcessesMatter, ReadTiedProcesses).
+func BenchmarkFleetPick(b *testing.B) {
+	for _, hosts := range benchSizes {
+		f := benchFleet(hosts)
+		answers := fleetAnswers(f, f.Start)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.ParseForm()
+			w.Header().Set("Content-Type", "application/json")
+			q := r.Form.Get("query")
+			if a, ok := answers[q]; ok {
+				w.Write(a)
+				return
+			}
+			w.Write(hostsProcesses(f, q, f.Start)) // ReadProcessesOf's
+		}))
+		for _, lean := range []bool{false, true} {
+			name := map[bool]string{false: "every-host", true: "lean"}[lean]
+			b.Run(fmt.Sprintf("%dx8/%s", hosts, name), func(b *testing.B) {
+				ctx := context.Background()
+				tied := 0
+				b.ReportAllocs()
+				cpu := cputime.Now()
+				for b.Loop() {
+					src, err := fleet.Open(ctx, fleet.Config{URL: srv.URL, Interval: time.Hour, Timeout: time.Minute, OpenHostProcesses: lean})
+					if err != nil {
+						b.Fatal(err)
+					}
+					src.WaitFirst(ctx)
+					s, err := sampler.New(src, sampler.Config{Interval: 5 * time.Second, History: time.Minute})
+					if err != nil {
+						b.Fatal(err)
+					}
+					snap := s.Once()
+					opt := advisor.PickOptions{Count: 1}
+					if view, _ := fleet.Pickable(snap, src.Claims()); lean {
+						h := fleet.ProcessesMatter(view, opt)
+						tied = len(h)
+						if snap, err = src.ReadTiedProcesses(ctx, snap, h); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if len(snap.Devices) != hosts*8 {
+						b.Fatalf("%d devices, want %d", len(snap.Devices), hosts*8)
+					}
+					if _, err := fleet.Choose(snap, src.Claims(), opt, false); err != nil {
+						b.Fatal(err)
+					}
+					s.Close()
+				}
+				cputime.Report(b, cpu)
+				b.ReportMetric(float64(tied), "hosts-tied")
+			})
+		}
+		srv.Close()
+	}
+}
+
+// hostsProcesses answers ProcsQuery for the hosts its hostname matcher
+// names (`hostname=~"host0001|host0042"`): their processes, as
+// fleetAnswers has them.
+func hostsProcesses(f synth.Fleet, q string, now time.Time) []byte {
+	m := regexp.MustCompile(`hostname=~"([^"]*)"`).FindStringSubmatch(q)
+	var res []map[string]any
+	if m != nil {
+		for _, host := range strings.Split(m[1], "|") {
+			var h int
+			fmt.Sscanf(host, "host%d", &h)
+			for g := 0; g < f.GPUs; g++ {
+				u := f.Used(h, g, now)
+				for p := 0; p < f.ProcsPerGPU; p++ {
+					res = append(res, map[string]any{"metric": map[string]string{"__name__": "vramtop_process_gpu_memory_bytes", "hostname": host, "gpu": fmt.Sprint(g),
+						"pid": fmt.Sprint(10000 + g*f.ProcsPerGPU + p), "user": fmt.Sprintf("user%d", h%50), "command": "python train.py", "type": "compute"},
+						"value": []any{float64(now.UnixMilli()) / 1e3, fmt.Sprint(float64(u / uint64(f.ProcsPerGPU)))}})
+				}
+			}
+		}
+	}
+	if res == nil {
+		res = []map[string]any{}
+	}
+	out, _ := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
+	return out
 }

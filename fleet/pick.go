@@ -1,13 +1,17 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vramtop/vramtop/advisor"
 	"github.com/vramtop/vramtop/claims"
+	"github.com/vramtop/vramtop/metricname"
 	"github.com/vramtop/vramtop/sampler"
 )
 
@@ -155,4 +159,115 @@ func Choices(snap sampler.Snapshot, picks []advisor.Pick, byUUID bool) []Choice 
 		out = append(out, Choice{Host: d.Hostname, GPU: gpu, Device: d})
 	}
 	return out
+}
+
+// ProcessesMatter is the hosts whose processes, not read, a pick among
+// view (Pickable's) with opt needs to choose as it would with every
+// host's processes read, or to name the same GPU as the freest:
+// advisor.PickDevices orders GPUs of equal free memory by their
+// processes. Those are the hosts of GPUs not read that could be picked
+// and are as free (to the byte) as another such GPU at or above the last
+// one picked (at the top when too few qualify); nil when none. A pick
+// across the fleet reads those only (Source.ReadTiedProcesses, and
+// Source.ReadProcessesOf while it waits).
+func ProcessesMatter(view sampler.Snapshot, opt advisor.PickOptions) []string {
+	opt.AllHosts = true
+	picks, err := advisor.PickDevices(view, opt)
+	// The free memory from which ties count, and which GPUs count: those
+	// that could be picked, and with an error every one (its message
+	// names the freest).
+	var from uint64
+	if err == nil && len(picks) > 0 {
+		from = picks[len(picks)-1].Free
+	} else {
+		for i := range view.Devices {
+			if d := &view.Devices[i]; pickableDevice(d) && d.MemoryFree > from {
+				from = d.MemoryFree
+			}
+		}
+	}
+	if from == 0 {
+		return nil
+	}
+	byFree := map[uint64][]*sampler.Device{}
+	for i := range view.Devices {
+		d := &view.Devices[i]
+		if !pickableDevice(d) || d.MemoryFree < from {
+			continue
+		}
+		if err == nil && (d.MemoryFree < opt.MinFree || opt.MaxUtil != nil && d.UtilizationPercent != nil && *d.UtilizationPercent > *opt.MaxUtil) {
+			continue
+		}
+		byFree[d.MemoryFree] = append(byFree[d.MemoryFree], d)
+	}
+	var hosts []string
+	for _, ds := range byFree {
+		if len(ds) < 2 {
+			continue
+		}
+		for _, d := range ds {
+			if d.ProcessesNotRead && !slices.Contains(hosts, d.Hostname) {
+				hosts = append(hosts, d.Hostname)
+			}
+		}
+	}
+	slices.Sort(hosts)
+	return hosts
+}
+
+// pickableDevice is a GPU advisor.PickDevices takes among the fleet's.
+func pickableDevice(d *sampler.Device) bool {
+	return !d.MIGEnabled && d.Err == "" && d.MemoryTotal > 0
+}
+
+// ReadTiedProcesses reads the processes of the devices of hosts in snap whose
+// processes were not read (ProcessesMatter's hosts), at once and with no
+// other query, and puts them in a copy of snap: a pick then orders those
+// GPUs as it would with every host's processes read.
+func (s *Source) ReadTiedProcesses(ctx context.Context, snap sampler.Snapshot, hosts []string) (sampler.Snapshot, error) {
+	if len(hosts) == 0 {
+		return snap, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = regexp.QuoteMeta(h)
+	}
+	re := strconv.Quote(strings.Join(names, "|"))
+	q := "(" + ProcsQuery(metricname.LabelHostname+"=~"+re) + ") or (" + ProcsQuery(metricname.LabelHostnameOld+"=~"+re) + ")"
+	smps, err := s.client.Query(ctx, q)
+	if err != nil {
+		return snap, s.timeoutError(err)
+	}
+	byID := map[string][]sampler.Process{}
+	for _, smp := range smps {
+		name := smp.Metric.Get(labelName)
+		if name != metricname.ProcessMemory && name != metricname.ProcessUnknown {
+			continue
+		}
+		pid, err := strconv.ParseUint(smp.Metric.Get("pid"), 10, 32)
+		if err != nil {
+			continue
+		}
+		id := keyOf(smp.Metric).id()
+		if slices.ContainsFunc(byID[id], func(p sampler.Process) bool { return p.PID == uint32(pid) }) {
+			continue
+		}
+		p := sampler.Process{PID: uint32(pid), Type: smp.Metric.Get("type"), User: smp.Metric.Get("user"),
+			Command: smp.Metric.Get("command"), Container: smp.Metric.Get(metricname.LabelContainerID)}
+		if name == metricname.ProcessMemory {
+			p.UsedBytes = sampler.Ptr(bytesOf(smp.Value))
+		}
+		byID[id] = append(byID[id], p)
+	}
+	out := snap
+	out.Devices = slices.Clone(snap.Devices)
+	for i := range out.Devices {
+		d := &out.Devices[i]
+		if d.ProcessesNotRead && slices.Contains(hosts, d.Hostname) {
+			d.Processes, d.ProcessesNotRead = byID[d.ID], false
+		}
+	}
+	return out, nil
 }

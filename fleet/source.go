@@ -153,11 +153,13 @@ type Source struct {
 	listed *fleetState
 
 	mu       sync.Mutex
-	openHost string      // SetOpenHost's
-	state    *fleetState // the last successful round; nil before
-	err      error       // the last round's error
-	answered time.Time   // when the first successful round ended
-	histDone bool        // history read back (or not asked for)
+	openHost string // SetOpenHost's
+	// procHosts: ReadProcessesOf's hosts.
+	procHosts map[string]bool
+	state     *fleetState // the last successful round; nil before
+	err       error       // the last round's error
+	answered  time.Time   // when the first successful round ended
+	histDone  bool        // history read back (or not asked for)
 	// histRunning: the history is being read (or read again).
 	histRunning bool
 	histErr     error
@@ -215,12 +217,15 @@ type fleetState struct {
 	procsOne  bool
 	procsHost string
 	unread    map[string]bool
+	// procsHosts: the round read the processes of these hosts
+	// (ReadProcessesOf; procsOne is then false).
+	procsHosts map[string]bool
 }
 
 // read reports whether the round read the processes of the devices of
 // host.
 func (st *fleetState) read(host string) bool {
-	return st.procsAll || st.procsOne && st.procsHost == host
+	return st.procsAll || st.procsOne && st.procsHost == host || st.procsHosts[host]
 }
 
 type devData struct {
@@ -438,8 +443,33 @@ func (s *Source) SetOpenHost(host string) {
 	}
 }
 
-// Wake receives when a round asked for by SetOpenHost has ended
-// (sampler.Waker): the sampler then reads it at once.
+// ReadProcessesOf adds hosts to those whose processes each round reads
+// from now on (Config.OpenHostProcesses), besides the one open (a pick
+// across the fleet reads those of the GPUs it must order by them: fleet's
+// ProcessesMatter); a round that reads the new ones starts at once, and
+// Wake receives when it has ended. It returns at once.
+func (s *Source) ReadProcessesOf(hosts []string) {
+	s.mu.Lock()
+	changed := false
+	for _, h := range hosts {
+		if h != "" && !s.procHosts[h] {
+			if s.procHosts == nil {
+				s.procHosts = map[string]bool{}
+			}
+			s.procHosts[h], changed = true, true
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		select {
+		case s.nudge <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wake receives when a round asked for by SetOpenHost or
+// ReadProcessesOf has ended (sampler.Waker): the sampler then reads it at once.
 func (s *Source) Wake() <-chan struct{} { return s.wake }
 
 // NotListed reports whether the last ReadProcesses' round left the
@@ -736,17 +766,63 @@ func (s *Source) plan(n int) (*aRound, *fleetState) {
 	}
 	s.mu.Lock()
 	r.open = s.openHost
+	var also []string
+	for h := range s.procHosts {
+		also = append(also, h)
+	}
 	s.mu.Unlock()
 	st := &fleetState{procsAll: !s.cfg.OpenHostProcesses}
 	if st.procsAll {
 		q[qProcs] = QueryProcs
-	} else {
+	} else if len(also) == 0 {
 		// The host open on screen, as its devices were last labelled: a
 		// host none of whose devices is labelled yet is read once they
 		// are.
 		s.askOpenHost(r, st)
+	} else {
+		s.askHosts(r, st, also)
 	}
 	return r, st
+}
+
+// askHosts adds the processes of hosts, and of the host open on screen,
+// to r, where their devices are labelled.
+func (s *Source) askHosts(r *aRound, st *fleetState, hosts []string) {
+	if r.open != "" && !slices.Contains(hosts, r.open) {
+		hosts = append(hosts, r.open)
+	}
+	slices.Sort(hosts)
+	// The hosts by the label that names them; those named by their scrape
+	// targets alone as one matcher of them all.
+	named := map[string][]string{}
+	var insts []string
+	for _, h := range hosts {
+		switch sel := s.hostSelector(h); {
+		case sel == "":
+			continue
+		case strings.HasPrefix(sel, labelInstance+"=~"):
+			re, _ := strconv.Unquote(strings.TrimPrefix(sel, labelInstance+"=~"))
+			insts = append(insts, re)
+		default:
+			label, v, _ := strings.Cut(sel, "=")
+			name, _ := strconv.Unquote(v)
+			named[label] = append(named[label], regexp.QuoteMeta(name))
+		}
+		if st.procsHosts == nil {
+			st.procsHosts = map[string]bool{}
+		}
+		st.procsHosts[h] = true
+	}
+	var qs []string
+	for _, label := range []string{metricname.LabelHostname, metricname.LabelHostnameOld} {
+		if vs := named[label]; len(vs) > 0 {
+			qs = append(qs, "("+ProcsQuery(label+"=~"+strconv.Quote(strings.Join(vs, "|")))+")")
+		}
+	}
+	if len(insts) > 0 {
+		qs = append(qs, "("+ProcsQuery(labelInstance+"=~"+strconv.Quote(strings.Join(insts, "|")))+")")
+	}
+	r.queries[qProcs] = strings.Join(qs, " or ")
 }
 
 // askOpenHost adds the processes of the host open on screen to r, where
