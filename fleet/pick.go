@@ -171,20 +171,34 @@ func Choices(snap sampler.Snapshot, picks []advisor.Pick, byUUID bool) []Choice 
 // across the fleet reads those only (Source.ReadTiedProcesses, and
 // Source.ReadProcessesOf while it waits).
 func ProcessesMatter(view sampler.Snapshot, opt advisor.PickOptions) []string {
-	opt.AllHosts = true
-	picks, err := advisor.PickDevices(view, opt)
-	// The free memory from which ties count, and which GPUs count: those
-	// that could be picked, and with an error every one (its message
-	// names the freest).
-	var from uint64
-	if err == nil && len(picks) > 0 {
-		from = picks[len(picks)-1].Free
-	} else {
-		for i := range view.Devices {
-			if d := &view.Devices[i]; pickableDevice(d) && d.MemoryFree > from {
-				from = d.MemoryFree
-			}
+	if opt.Count < 1 {
+		opt.Count = 1
+	}
+	busy := func(d *sampler.Device) bool {
+		return opt.MaxUtil != nil && d.UtilizationPercent != nil && *d.UtilizationPercent > *opt.MaxUtil
+	}
+	// The free memory from which ties count, and which GPUs count: with
+	// enough GPUs that qualify (PickDevices picks then), the last one
+	// picked's and those that qualify; else the freest's (the error
+	// names it) and every one. Not by PickDevices, whose sort is for a
+	// host's few GPUs.
+	var frees []uint64
+	var top uint64
+	for i := range view.Devices {
+		d := &view.Devices[i]
+		if !pickableDevice(d) {
+			continue
 		}
+		top = max(top, d.MemoryFree)
+		if d.MemoryFree > 0 && d.MemoryFree >= opt.MinFree && !busy(d) {
+			frees = append(frees, d.MemoryFree)
+		}
+	}
+	enough := len(frees) >= opt.Count
+	from := top
+	if enough {
+		slices.Sort(frees)
+		from = frees[len(frees)-opt.Count]
 	}
 	if from == 0 {
 		return nil
@@ -195,7 +209,7 @@ func ProcessesMatter(view sampler.Snapshot, opt advisor.PickOptions) []string {
 		if !pickableDevice(d) || d.MemoryFree < from {
 			continue
 		}
-		if err == nil && (d.MemoryFree < opt.MinFree || opt.MaxUtil != nil && d.UtilizationPercent != nil && *d.UtilizationPercent > *opt.MaxUtil) {
+		if enough && (d.MemoryFree < opt.MinFree || busy(d)) {
 			continue
 		}
 		byFree[d.MemoryFree] = append(byFree[d.MemoryFree], d)
