@@ -68,7 +68,7 @@ func TestFleetHostDown(t *testing.T) {
 			t.Errorf("down device line %q: want its last values, since when, no error and no alert", l)
 		}
 	}
-	for _, a := range m.on.shown.Alerts {
+	for _, a := range m.on.Shown().Alerts {
 		if strings.HasPrefix(a.DeviceID, "node-a:") {
 			t.Errorf("an alert on the down host's old values: %+v", a)
 		}

@@ -49,6 +49,12 @@ const (
 	screenDetail
 )
 
+// judged is a snapshot and what the judge made of it: what is on screen.
+type judged struct {
+	snap sampler.Snapshot
+	judge.Verdict
+}
+
 // Model is the root of the live view. It is a router: data (snapshots,
 // sizes) goes to every component, keys to the focused one, and the
 // components' requests (open a screen, signal a process, a status line)
@@ -62,11 +68,11 @@ type Model struct {
 	snaps <-chan sampler.Snapshot
 	out   common.Outbox
 
-	geo   state.Geometry  // the terminal's size, where the panes lie
-	on    onScreen        // the snapshot shown, the newest, the pause
-	fresh state.Freshness // whether the data is stale, the source ended
-	fleet fleetView       // a fleet's open host, the view reduced to it
-	tune  state.Tuning    // the interval (+/-) and the graphs' span (z)
+	geo   state.Geometry         // the terminal's size, where the panes lie
+	on    state.OnScreen[judged] // the snapshot shown, the newest, the pause
+	fresh state.Freshness        // whether the data is stale, the source ended
+	fleet fleetView              // a fleet's open host, the view reduced to it
+	tune  state.Tuning           // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
 	screen screen
@@ -259,7 +265,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.fresh.End()
 	case state.StaleCheck, state.StaleTick:
 		var changed bool
-		if cmd, changed = m.fresh.Update(msg, m.on.have); !changed {
+		if cmd, changed = m.fresh.Update(msg, m.on.Have()); !changed {
 			// A check overtaken by a newer snapshot changes nothing: keep
 			// the frame already rendered.
 			return m, nil
@@ -298,7 +304,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // (again: reverses), on a process row it selects it.
 func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 	if c.Button != tea.MouseLeft || m.open >= 0 || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
-		m.screen != screenMain || !m.on.have || m.fleet.hostList() {
+		m.screen != screenMain || !m.on.Have() || m.fleet.hostList() {
 		return nil
 	}
 	gpus, y, ok := m.geo.At(c.Y)
@@ -338,7 +344,7 @@ func (m *Model) handleRequests() tea.Cmd {
 				m.show()
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
-					Replay: m.opts.Replay != nil, Fleet: m.fleet.on, Host: m.fleet.host, Demo: m.on.shown.snap.Demo, EUID: m.euid,
+					Replay: m.opts.Replay != nil, Fleet: m.fleet.on, Host: m.fleet.host, Demo: m.on.Shown().snap.Demo, EUID: m.euid,
 				}}))
 			}
 		}
@@ -358,7 +364,7 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 		cmds = append(cmds, tea.Raw(v.Notify))
 	}
 	m.tune.Heard(s.Interval)
-	if m.on.receive(judged{s, v}) {
+	if m.on.Receive(judged{s, v}) {
 		m.show()
 	}
 	return tea.Batch(cmds...)
@@ -366,7 +372,8 @@ func (m *Model) onSnapshot(s sampler.Snapshot) tea.Cmd {
 
 // show hands the snapshot on screen and its verdict to every component.
 func (m *Model) show() {
-	s, v := m.on.shown.snap, m.on.shown.Verdict
+	j := m.on.Shown()
+	s, v := j.snap, j.Verdict
 	if s.Demo {
 		// The demo's processes belong to its own users; "you" are its
 		// demo.User whoever runs it.
@@ -427,7 +434,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.opts.Replay != nil && m.onReplayKey(k):
 		m.replayStatus = m.opts.Replay.Status()
 	case key.Matches(k, m.ctx.Keys.Pause):
-		if m.on.togglePause() {
+		if m.on.TogglePause() {
 			m.show()
 		}
 	case key.Matches(k, m.ctx.Keys.Faster, m.ctx.Keys.Slower):
@@ -594,7 +601,7 @@ func (m *Model) fillChrome() {
 	}
 	hs := top.State{
 		Title: title, Replay: m.opts.Replay != nil, ReplayStatus: m.replayStatus,
-		Paused: m.on.paused, Stale: m.fresh.Stale(), Arrived: m.fresh.Arrived(), Now: m.opts.Now(), Ended: m.fresh.Ended(),
+		Paused: m.on.Paused(), Stale: m.fresh.Stale(), Arrived: m.fresh.Arrived(), Now: m.opts.Now(), Ended: m.fresh.Ended(),
 	}
 	if m.opts.Replay == nil {
 		hs.Interval = m.tune.Interval()
@@ -680,7 +687,7 @@ func (m *Model) render() string {
 }
 
 func (m *Model) bodyView() string {
-	if !m.on.have {
+	if !m.on.Have() {
 		msg := "waiting for the first sample…"
 		if m.fresh.Ended() {
 			msg = "the source ended before its first sample"

@@ -520,18 +520,18 @@ func hasFaint(s string) bool {
 
 func TestPause(t *testing.T) {
 	m, _ := ready(t, 4, 120, 40)
-	before := m.on.shown.snap.Time
+	before := m.on.Shown().snap.Time
 	keys(m, "p")
-	if !m.on.paused || !strings.Contains(screenText(m), "PAUSED") {
+	if !m.on.Paused() || !strings.Contains(screenText(m), "PAUSED") {
 		t.Fatal("p should pause and say so")
 	}
 	later := fixture(t, &fakeSource{start: fixedStart, ngpu: 4}, 11*time.Minute)
 	send(m, snapshotMsg(later))
-	if !m.on.shown.snap.Time.Equal(before) {
+	if !m.on.Shown().snap.Time.Equal(before) {
 		t.Error("a paused display changed")
 	}
 	keys(m, "p")
-	if m.on.paused || !m.on.shown.snap.Time.Equal(later.Time) {
+	if m.on.Paused() || !m.on.Shown().snap.Time.Equal(later.Time) {
 		t.Error("unpausing should show the newest snapshot")
 	}
 }
@@ -1124,8 +1124,8 @@ func alertsModel(t *testing.T, w, h int) *Model {
 	for d := 8 * time.Minute; d <= 10*time.Minute; d += 30 * time.Second {
 		send(m, snapshotMsg(demoSnap(t, d)))
 	}
-	if len(m.on.shown.Alerts) < 4 {
-		t.Fatalf("the demo should raise several alerts, got %d", len(m.on.shown.Alerts))
+	if len(m.on.Shown().Alerts) < 4 {
+		t.Fatalf("the demo should raise several alerts, got %d", len(m.on.Shown().Alerts))
 	}
 	return m
 }
@@ -1137,8 +1137,8 @@ func TestAlertsBannerAndScreen(t *testing.T) {
 	m := alertsModel(t, 120, 40)
 	banner := strings.Split(screenText(m), "\n")[1:5]
 	named := 0
-	for _, a := range m.on.shown.Alerts {
-		pid := pidIn(draw.AlertText(m.on.shown.snap, a))
+	for _, a := range m.on.Shown().Alerts {
+		pid := pidIn(draw.AlertText(m.on.Shown().snap, a))
 		if pid == "" {
 			continue
 		}
@@ -1157,19 +1157,19 @@ func TestAlertsBannerAndScreen(t *testing.T) {
 
 	small := alertsModel(t, 60, 15)
 	s := screenText(small)
-	if !strings.Contains(s, "CRIT") || !strings.Contains(s, fmt.Sprintf("+%d more · a: all alerts", len(small.on.shown.Alerts)-1)) {
+	if !strings.Contains(s, "CRIT") || !strings.Contains(s, fmt.Sprintf("+%d more · a: all alerts", len(small.on.Shown().Alerts)-1)) {
 		t.Errorf("at 60×15 the banner should show the critical alert and count the others:\n%s", s)
 	}
 	keys(small, "a")
 	s = screenText(small)
-	if !small.showAlerts || !strings.Contains(s, fmt.Sprintf("alerts (%d in force)", len(small.on.shown.Alerts))) {
+	if !small.showAlerts || !strings.Contains(s, fmt.Sprintf("alerts (%d in force)", len(small.on.Shown().Alerts))) {
 		t.Fatalf("a should open the list of alerts:\n%s", s)
 	}
-	last := small.on.shown.Alerts[len(small.on.shown.Alerts)-1]
+	last := small.on.Shown().Alerts[len(small.on.Shown().Alerts)-1]
 	if strings.Contains(s, last.Rule) {
 		t.Fatalf("at 60×15 the last alert should need scrolling:\n%s", s)
 	}
-	for _, x := range small.on.shown.Alerts[:1] {
+	for _, x := range small.on.Shown().Alerts[:1] {
 		if !strings.Contains(s, x.Rule) || !strings.Contains(s, "since ") || !strings.Contains(s, "GPU "+x.DeviceID) {
 			t.Errorf("the list lacks where and since when of %s:\n%s", x.Rule, s)
 		}

@@ -233,14 +233,14 @@ func (p paced) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (p paced) View() tea.View {
 	v := p.Model.View()
-	if p.Model.on.have {
+	if p.Model.on.Have() {
 		starttrace.Mark("frame-with-data")
 	}
 	// A frame the renderer already has needs no tick (a message that
 	// changed nothing, such as a stale check overtaken by a snapshot).
 	if v.Content != p.pc.asked {
 		p.pc.asked = v.Content
-		p.pc.frame(p.Model.on.have, p.Model.on.have && !p.Model.on.shown.snap.ProcessesPending)
+		p.pc.frame(p.Model.on.Have(), p.Model.on.Have() && !p.Model.on.Shown().snap.ProcessesPending)
 	}
 	return v
 }
