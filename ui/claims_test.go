@@ -58,13 +58,13 @@ func TestFleetClaimedGPUIsShown(t *testing.T) {
 		t.Errorf("the list of hosts has %d claim marks, want one:\n%s", strings.Count(s, "⚑"), s)
 	}
 	for range 3 {
-		if keys(m, "enter"); m.fleet.host == "node-b" {
+		if keys(m, "enter"); m.fleet.Host() == "node-b" {
 			break
 		}
 		keys(m, "esc", "down")
 	}
-	if m.fleet.host != "node-b" {
-		t.Fatalf("node-b did not open (%q)", m.fleet.host)
+	if m.fleet.Host() != "node-b" {
+		t.Fatalf("node-b did not open (%q)", m.fleet.Host())
 	}
 	s := screenText(m)
 	if strings.Count(s, "⚑") != 1 || !strings.Contains(s, "claimed by alice, 40 GiB") {

@@ -176,8 +176,8 @@ func TestFleetUnlistedHost(t *testing.T) {
 		t.Errorf("only node-c's processes are unlisted:\n%s", s)
 	}
 	keys(m, "enter")
-	if m.fleet.host != "node-c" {
-		t.Fatalf("enter opened %q, want node-c (the most pressed)", m.fleet.host)
+	if m.fleet.Host() != "node-c" {
+		t.Fatalf("enter opened %q, want node-c (the most pressed)", m.fleet.Host())
 	}
 	s = screenText(m)
 	golden(t, "fleet_120x40_unlisted", s)

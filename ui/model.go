@@ -59,8 +59,10 @@ type judged struct {
 // sizes) goes to every component, keys to the focused one, and the
 // components' requests (open a screen, signal a process, a status line)
 // come back through the outbox. It keeps the focus, the screen and the
-// outbox; what it makes of each snapshot is in values of small types whose
-// fields their methods write (judge, on, fresh, fleet, tune, geo).
+// outbox; what it makes of each snapshot is in the judge and in values of
+// ui/state's types (on, fresh, fleet, tune, geo), whose fields only their
+// methods write: both are packages of their own, so the compiler holds the
+// root to those methods.
 type Model struct {
 	opts  Options
 	ctx   *common.Context // the styles, keys and thresholds every part shares
@@ -71,7 +73,7 @@ type Model struct {
 	geo   state.Geometry         // the terminal's size, where the panes lie
 	on    state.OnScreen[judged] // the snapshot shown, the newest, the pause
 	fresh state.Freshness        // whether the data is stale, the source ended
-	fleet fleetView              // a fleet's open host, the view reduced to it
+	fleet state.Fleet            // a fleet's open host, the view reduced to it
 	tune  state.Tuning           // the interval (+/-) and the graphs' span (z)
 
 	focus  pane
@@ -165,7 +167,7 @@ func New(snaps <-chan sampler.Snapshot, opts Options) *Model {
 		opts:  opts,
 		ctx:   &common.Context{Keys: common.NewKeyMap(opts.Replay != nil), Th: opts.Thresholds, User: opts.User, Claim: opts.Claim},
 		judge: judge.New(judgeOptions(opts)),
-		fleet: fleetView{tell: opts.OpenHost},
+		fleet: state.NewFleet(opts.OpenHost),
 		snaps: snaps,
 		euid:  os.Geteuid(),
 		open:  -1,
@@ -287,7 +289,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case m.screen == screenDetail:
 			cmd = m.detail.Update(msg)
 		case m.screen != screenMain:
-		case m.fleet.hostList():
+		case m.fleet.HostList():
 			cmd = m.hosts.Update(msg)
 		default:
 			cmd = m.procs.Update(msg)
@@ -304,7 +306,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // (again: reverses), on a process row it selects it.
 func (m *Model) onClick(c tea.MouseClickMsg) tea.Cmd {
 	if c.Button != tea.MouseLeft || m.open >= 0 || m.showAlerts || m.prompt.Active() || m.procs.Capturing() ||
-		m.screen != screenMain || !m.on.Have() || m.fleet.hostList() {
+		m.screen != screenMain || !m.on.Have() || m.fleet.HostList() {
 		return nil
 	}
 	gpus, y, ok := m.geo.At(c.Y)
@@ -339,12 +341,12 @@ func (m *Model) handleRequests() tea.Cmd {
 				m.screen = screenDetail
 				m.detail.Update(r)
 			case common.OpenHost:
-				m.fleet.open(r.Name)
+				m.fleet.Open(r.Name)
 				m.focus = paneGPUs
 				m.show()
 			case common.Signal:
 				cmds = append(cmds, m.prompt.Update(prompt.Ask{Req: r, Ctx: prompt.Context{
-					Replay: m.opts.Replay != nil, Fleet: m.fleet.on, Host: m.fleet.host, Demo: m.on.Shown().snap.Demo, EUID: m.euid,
+					Replay: m.opts.Replay != nil, Fleet: m.fleet.On(), Host: m.fleet.Host(), Demo: m.on.Shown().snap.Demo, EUID: m.euid,
 				}}))
 			}
 		}
@@ -379,15 +381,15 @@ func (m *Model) show() {
 		// demo.User whoever runs it.
 		m.ctx.User = demo.User
 	}
-	if m.fleet.see(s) {
+	if m.fleet.See(s) {
 		// A fleet's processes run on other hosts: K is not offered there.
-		f := m.fleet.on
+		f := m.fleet.On()
 		m.ctx.Keys.Kill.SetEnabled(!f && m.opts.Replay == nil)
 		m.ctx.Keys.Signal.SetEnabled(!f && m.opts.Replay == nil)
 		m.setStyles(m.ctx.Styles)
 	}
 	// One severity per device, the advisor's: rows, bars and banner agree.
-	m.send(common.Shown{Snap: m.fleet.view, All: s, Host: m.fleet.host, Alerts: v.Alerts, Sev: v.Sev})
+	m.send(common.Shown{Snap: m.fleet.View(), All: s, Host: m.fleet.Host(), Alerts: v.Alerts, Sev: v.Sev})
 }
 
 func (m *Model) setStatus(err bool, format string, args ...any) {
@@ -445,7 +447,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.setStatus(false, "%s", m.spanStatus())
 	case m.screen == screenDetail:
 		return m.onDetailKey(k)
-	case m.fleet.hostList():
+	case m.fleet.HostList():
 		return m.hosts.Update(k) // enter opens a host
 	default:
 		return m.onMainKey(k)
@@ -493,8 +495,8 @@ func (m *Model) changeInterval(faster bool) {
 func (m *Model) onMainKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.ctx.Keys.Back):
-		if !m.procs.Back() && m.fleet.on {
-			m.fleet.open("")
+		if !m.procs.Back() && m.fleet.On() {
+			m.fleet.Open("")
 			m.show()
 		}
 	case key.Matches(k, m.ctx.Keys.Tab):
@@ -582,7 +584,7 @@ func (m *Model) relayout() {
 	switch {
 	case m.screen == screenDetail:
 		m.detail.SetSize(m.geo.Width(), body)
-	case m.fleet.hostList():
+	case m.fleet.HostList():
 		m.hosts.SetSize(m.geo.Width(), body)
 	default:
 		procMin := 1 + minProcRows
@@ -616,7 +618,7 @@ func (m *Model) fillChrome() {
 		f.Prompt = m.procs.PickerView()
 	}
 	f.Input = m.procs.FilterView()
-	hostList := m.fleet.hostList()
+	hostList := m.fleet.HostList()
 	if m.screen == screenMain && !hostList && !m.showAlerts {
 		f.State = m.procs.State()
 	}
@@ -697,7 +699,7 @@ func (m *Model) bodyView() string {
 	switch {
 	case m.screen == screenDetail:
 		return m.detail.View()
-	case m.fleet.hostList():
+	case m.fleet.HostList():
 		return m.hosts.View()
 	}
 	g := m.gpus.View()

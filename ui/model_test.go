@@ -814,26 +814,26 @@ func TestFleetHostList(t *testing.T) {
 	}
 	m := newReady(snap, [2]int{120, 40})
 	s := screenText(m)
-	if !m.fleet.on || !strings.Contains(s, "fleet of 3 hosts") {
+	if !m.fleet.On() || !strings.Contains(s, "fleet of 3 hosts") {
 		t.Fatalf("fleet header missing:\n%s", s)
 	}
 	if ia, ib := strings.Index(s, "node-a"), strings.Index(s, "node-b"); ib < 0 || ia < ib {
 		t.Errorf("node-b (97%%) should come first:\n%s", s)
 	}
 	keys(m, "down", "enter")
-	if m.fleet.host != "node-a" && m.fleet.host != "node-c" {
-		t.Fatalf("enter should open the second host, got %q", m.fleet.host)
+	if m.fleet.Host() != "node-a" && m.fleet.Host() != "node-c" {
+		t.Fatalf("enter should open the second host, got %q", m.fleet.Host())
 	}
-	for _, d := range m.fleet.view.Devices {
-		if d.Hostname != m.fleet.host {
+	for _, d := range m.fleet.View().Devices {
+		if d.Hostname != m.fleet.Host() {
 			t.Errorf("host view shows %s's device", d.Hostname)
 		}
 	}
-	if s := screenText(m); !strings.Contains(s, "COMMAND") || !strings.Contains(s, "host "+m.fleet.host) {
+	if s := screenText(m); !strings.Contains(s, "COMMAND") || !strings.Contains(s, "host "+m.fleet.Host()) {
 		t.Errorf("host view should show its GPUs and processes:\n%s", s)
 	}
 	keys(m, "esc")
-	if m.fleet.host != "" {
+	if m.fleet.Host() != "" {
 		t.Error("esc should go back to the host list")
 	}
 	checkFits(t, m, 120, 40)

@@ -76,19 +76,6 @@ func hostsOf(snap sampler.Snapshot) []host {
 	return hs
 }
 
-// Snapshot is snap reduced to one host's devices.
-func Snapshot(snap sampler.Snapshot, name string) sampler.Snapshot {
-	out := snap
-	out.Devices = nil
-	for _, d := range snap.Devices {
-		if d.Hostname == name {
-			out.Devices = append(out.Devices, d)
-		}
-	}
-	out.Hostname = name
-	return out
-}
-
 // List is the first screen of a fleet: hosts by memory pressure, each
 // with its GPUs in compact rows; enter opens the host selected
 // (common.OpenHost).
