@@ -200,9 +200,6 @@ func ProcessesMatter(view sampler.Snapshot, opt advisor.PickOptions) []string {
 		slices.Sort(frees)
 		from = frees[len(frees)-opt.Count]
 	}
-	if from == 0 {
-		return nil
-	}
 	byFree := map[uint64][]*sampler.Device{}
 	for i := range view.Devices {
 		d := &view.Devices[i]

@@ -3,7 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +187,43 @@ func TestPickableNoteIsBounded(t *testing.T) {
 	view, note := Pickable(snap, claimed)
 	if len(view.Devices) != 0 || len(note) > 1000 || !strings.Contains(note, "more GPUs not free to pick") || !strings.Contains(note, "hosts down (") {
 		t.Errorf("%d devices left, note of %d bytes: %s", len(view.Devices), len(note), note)
+	}
+}
+
+// Where ProcessesMatter names no host, the processes not read cannot
+// change a pick: the same GPUs, or the same error, as with every
+// process known; where it names hosts, reading theirs is enough.
+func TestProcessesMatterIsEnough(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	util := []*float64{nil, sampler.Ptr(10.0), sampler.Ptr(90.0)}
+	for round := range 3000 {
+		n := 2 + rng.IntN(10)
+		var known, unread sampler.Snapshot
+		for i := range n {
+			d := sampler.Device{ID: fmt.Sprintf("h%d:%d", i/3, i%3), Hostname: fmt.Sprintf("h%d", i/3), Index: i % 3,
+				MemoryTotal: 80 * gib, MemoryFree: uint64(rng.IntN(4)) * 10 * gib, UtilizationPercent: util[rng.IntN(3)]}
+			for range rng.IntN(3) {
+				d.Processes = append(d.Processes, sampler.Process{PID: uint32(rng.IntN(1000))})
+			}
+			known.Devices = append(known.Devices, d)
+			d.Processes, d.ProcessesNotRead = nil, true
+			unread.Devices = append(unread.Devices, d)
+		}
+		opt := advisor.PickOptions{Count: 1 + rng.IntN(3), MinFree: uint64(rng.IntN(3)) * 10 * gib, AllHosts: true}
+		if rng.IntN(2) == 0 {
+			opt.MaxUtil = sampler.Ptr(50.0)
+		}
+		hosts := ProcessesMatter(unread, opt)
+		// What a pick reads: the processes of those hosts.
+		for i := range unread.Devices {
+			if slices.Contains(hosts, unread.Devices[i].Hostname) {
+				unread.Devices[i].Processes, unread.Devices[i].ProcessesNotRead = known.Devices[i].Processes, false
+			}
+		}
+		want, wantErr := advisor.PickDevices(known, opt)
+		got, gotErr := advisor.PickDevices(unread, opt)
+		if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("round %d, %+v, hosts read %v: picked %v (%v), want %v (%v)", round, opt, hosts, got, gotErr, want, wantErr)
+		}
 	}
 }
