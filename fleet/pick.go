@@ -251,26 +251,27 @@ func (s *Source) ReadTiedProcesses(ctx context.Context, snap sampler.Snapshot, h
 	if err != nil {
 		return snap, s.timeoutError(err)
 	}
-	byID := map[string][]sampler.Process{}
+	// The devices asked for, by the key their series carry, decoded as a
+	// round's processes are (procsOf).
+	want := map[string]sampler.DeviceInfo{}
+	for _, d := range snap.Devices {
+		if d.ProcessesNotRead && slices.Contains(hosts, d.Hostname) {
+			want[d.ID] = sampler.DeviceInfo{ID: d.ID, Hostname: d.Hostname}
+		}
+	}
+	devs := map[key]*building{}
 	for _, smp := range smps {
-		name := smp.Metric.Get(labelName)
-		if name != metricname.ProcessMemory && name != metricname.ProcessUnknown {
-			continue
+		k := keyOf(smp.Metric)
+		if info, ok := want[k.id()]; ok && devs[k] == nil {
+			devs[k] = &building{k: k, info: info}
 		}
-		pid, err := strconv.ParseUint(smp.Metric.Get("pid"), 10, 32)
-		if err != nil {
-			continue
+	}
+	ps, _ := procsOf(smps, devs, "")
+	byID := map[string][]sampler.Process{}
+	for _, p := range ps {
+		if !slices.ContainsFunc(byID[p.dev], func(q sampler.Process) bool { return q.PID == p.p.PID }) {
+			byID[p.dev] = append(byID[p.dev], p.p.Process)
 		}
-		id := keyOf(smp.Metric).id()
-		if slices.ContainsFunc(byID[id], func(p sampler.Process) bool { return p.PID == uint32(pid) }) {
-			continue
-		}
-		p := sampler.Process{PID: uint32(pid), Type: smp.Metric.Get("type"), User: smp.Metric.Get("user"),
-			Command: smp.Metric.Get("command"), Container: smp.Metric.Get(metricname.LabelContainerID)}
-		if name == metricname.ProcessMemory {
-			p.UsedBytes = sampler.Ptr(bytesOf(smp.Value))
-		}
-		byID[id] = append(byID[id], p)
 	}
 	out := snap
 	out.Devices = slices.Clone(snap.Devices)
